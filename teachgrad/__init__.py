@@ -1,0 +1,45 @@
+"""teachgrad: a small, real deep-learning framework to read, run and watch.
+
+    import teachgrad as tg
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (x * x).sum().backward()
+    x.grad                      # tensor([2., 4., 6.])
+
+The API follows PyTorch's names and semantics; where teachgrad differs, its
+error messages say so.
+"""
+# Decide GPU or CUDA simulator before anything imports numba.
+from . import _cuda_setup  # noqa: F401  (isort: skip)
+
+from . import autograd, backends, dtypes, graph  # noqa: E402
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from .creation import (  # noqa: E402
+    arange, as_tensor, empty, eye, from_numpy, full, full_like, linspace, ones, ones_like,
+    rand, randint, randn, randperm, zeros, zeros_like,
+)
+from .device import Device as device  # noqa: E402
+from .dtypes import (  # noqa: E402
+    bool_ as bool, float32, float64, get_default_dtype, int64, set_default_dtype,
+)
+from .ops.functional import (  # noqa: E402
+    abs, add, all, amax, amin, any, argmax, argmin, bmm, cat, clamp, clip, clone, cos, div, eq,
+    exp, expand, flatten, ge, gt, le, log, log_softmax, lt, matmul, max, maximum, mean, min,
+    minimum, mm, mul, ne, neg, permute, pow, relu, reshape, sigmoid, sign, sin, softmax, sqrt,
+    squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where,
+)
+from .random import manual_seed  # noqa: E402
+from .tensor import Size, Tensor, tensor  # noqa: E402
+
+float = float32  # noqa: A001  (tg.float, like torch.float)
+double = float64
+long = int64
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # heavier subpackages load on first use, so `import teachgrad` stays quick
+    import importlib
+    if name in ("nn", "optim", "data", "cuda", "kernels", "bench", "exercises", "widgets"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'teachgrad' has no attribute {name!r}")

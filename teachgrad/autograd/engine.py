@@ -1,0 +1,279 @@
+"""The backward engine: one implementation, run to the end or one step at a time.
+
+:func:`backward_steps` is a generator. Each ``next()`` runs the backward of one
+node and yields a :class:`BackwardStep` describing it: which node ran, the
+gradient that arrived at it, and the gradients it sent to each of its inputs.
+``tensor.backward()`` simply exhausts that generator, so a step-by-step viewer
+sees exactly what ``backward()`` does, in the same order.
+
+Order: a node runs once every node that sends it a gradient has run (its
+dependency count drops to zero). Among ready nodes the most recently created
+runs first, and a leaf's ``AccumulateGrad`` runs as soon as it is ready — the
+same rule PyTorch's engine follows.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from . import grad_mode
+from .function import FREED_GRAPH_MESSAGE, AccumulateGrad, Node
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tensor import Tensor
+
+
+@dataclass
+class BackwardStep:
+    """What one step of backprop did (plain data for viewers and tests).
+
+    Attributes:
+        index: 0 for the first node run, then 1, 2, ...
+        node: the graph node that ran (a ``Node`` or an ``AccumulateGrad``).
+        grad_outputs: the gradient(s) that arrived at the node, one per output.
+        grad_inputs: what the node sent along each edge of ``node.next_functions``
+            (``None`` where an input needs no gradient).
+        accumulated: per edge, True when the receiver already held a gradient
+            from another edge, so this one was added to it (``x * x``, or a
+            tensor used by two operations).
+        leaf: for an ``AccumulateGrad`` step, the leaf tensor whose ``.grad`` was
+            updated (its new value is ``leaf.grad``).
+    """
+
+    index: int
+    node: Any
+    grad_outputs: tuple
+    grad_inputs: tuple = ()
+    accumulated: tuple = ()
+    leaf: Any = None
+    rule: str = field(default="")
+
+
+def _sum_to_shape(grad: "Tensor", shape: tuple[int, ...], node: Any, i: int) -> "Tensor":
+    """Undo broadcasting: sum ``grad`` down to ``shape`` (what PyTorch's engine does too)."""
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + k for k, n in enumerate(shape) if n == 1 and grad.shape[lead + k] != 1
+    )
+    ok = lead >= 0 and all(n == 1 or n == grad.shape[lead + k] for k, n in enumerate(shape))
+    if not ok:
+        raise RuntimeError(
+            f"{node.name()} returned a gradient of shape {list(grad.shape)} for input {i}, "
+            f"which has shape {list(shape)}: a backward must return one gradient per input, "
+            "shaped like that input"
+        )
+    if axes:
+        grad = grad.sum(dim=axes, keepdim=True)
+    return grad.reshape(shape) if lead else grad
+
+
+def _check_roots(tensors: Sequence["Tensor"], grads: Sequence[Any]) -> list:
+    from ..tensor import Tensor, ones_like_tensor
+
+    checked = []
+    for t, g in zip(tensors, grads):
+        if not t.requires_grad:
+            raise RuntimeError(
+                "element 0 of tensors does not require grad and does not have a grad_fn: "
+                "nothing to differentiate. Fix: create the inputs with requires_grad=True "
+                "(or call .requires_grad_()), and don't compute the loss under no_grad()."
+            )
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for scalar outputs, but this tensor "
+                    f"has shape {list(t.shape)}. Fix: reduce it first (loss.sum() or "
+                    "loss.mean()), or pass gradient= with a tensor of the same shape."
+                )
+            g = ones_like_tensor(t)
+        elif not isinstance(g, Tensor):
+            raise TypeError(f"gradient must be a tensor, not {type(g).__name__}")
+        elif g.shape != t.shape:
+            raise RuntimeError(
+                f"gradient has shape {list(g.shape)} but the tensor has shape {list(t.shape)}: "
+                "they must match"
+            )
+        checked.append((t, g.detach()))
+    return checked
+
+
+def _dependencies(roots: list) -> dict[Any, int]:
+    """How many edges lead into each node reachable from the roots."""
+    deps: dict[Any, int] = {}
+    seen = set()
+    stack = [node for node, _ in roots]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                deps[nxt] = deps.get(nxt, 0) + 1
+                stack.append(nxt)
+    return deps
+
+
+def backward_steps(
+    tensors: "Tensor | Sequence[Tensor]",
+    grad_tensors: Any = None,
+    retain_graph: bool = False,
+) -> Iterator[BackwardStep]:
+    """Backpropagate from ``tensors``, yielding one :class:`BackwardStep` per node.
+
+    Everything is checked before the first step runs, so a mistake leaves no
+    gradient half-written.
+    """
+    from ..tensor import Tensor
+
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+        grad_tensors = [grad_tensors]
+    elif grad_tensors is None:
+        grad_tensors = [None] * len(tensors)
+    roots = []
+    for t, g in _check_roots(tensors, grad_tensors):
+        node = t.grad_fn if t.grad_fn is not None else t._accumulator()
+        if isinstance(node, Node) and node.ctx._saved is None:
+            raise RuntimeError(FREED_GRAPH_MESSAGE)
+        roots.append((node, t._output_nr, g))
+    return _run(roots, retain_graph)
+
+
+def _run(roots: list, retain_graph: bool) -> Iterator[BackwardStep]:
+    deps = _dependencies([(n, i) for n, i, _ in roots])
+    buffers: dict[Any, list] = {}
+    ready: list = []
+    queued: set[int] = set()
+    for node, nr, g in roots:
+        buf = buffers.setdefault(node, [None] * node.num_outputs)
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+        if deps.get(node, 0) == 0 and id(node) not in queued:
+            queued.add(id(node))
+            heapq.heappush(ready, (-node.sequence, id(node), node))
+
+    index = 0
+    while ready:
+        _, _, node = heapq.heappop(ready)
+        grads = buffers.pop(node)
+        grads = _run_pre_hooks(node, grads)
+        if isinstance(node, AccumulateGrad):
+            _accumulate(node.variable, grads[0])
+            yield BackwardStep(index, node, tuple(grads), leaf=node.variable, rule=node.rule)
+            index += 1
+            continue
+
+        grad_inputs = _call_backward(node, grads)
+        if not retain_graph:
+            node.ctx._free()
+        accumulated = []
+        for (nxt, nr), g in zip(node.next_functions, grad_inputs):
+            if nxt is None:
+                accumulated.append(False)
+                continue
+            buf = buffers.setdefault(nxt, [None] * nxt.num_outputs)
+            if g is not None:
+                accumulated.append(buf[nr] is not None)
+                buf[nr] = g if buf[nr] is None else buf[nr] + g
+            else:
+                accumulated.append(False)
+            deps[nxt] -= 1
+            if deps[nxt] == 0:
+                if all(b is None for b in buffers[nxt]):
+                    buffers.pop(nxt)  # no gradient reached it: it has nothing to do
+                    _release_unreached(nxt, deps, buffers, ready)
+                else:
+                    heapq.heappush(ready, (-nxt.sequence, id(nxt), nxt))
+        yield BackwardStep(index, node, tuple(grads), tuple(grad_inputs), tuple(accumulated), rule=node.rule)
+        index += 1
+
+
+def _release_unreached(node: Any, deps: dict, buffers: dict, ready: list) -> None:
+    """A node that received only ``None`` still counts as done for its inputs."""
+    for nxt, _ in node.next_functions:
+        if nxt is None:
+            continue
+        deps[nxt] -= 1
+        if deps[nxt] == 0:
+            if nxt in buffers and any(b is not None for b in buffers[nxt]):
+                heapq.heappush(ready, (-nxt.sequence, id(nxt), nxt))
+            else:
+                buffers.pop(nxt, None)
+                _release_unreached(nxt, deps, buffers, ready)
+
+
+def _run_pre_hooks(node: Any, grads: list) -> list:
+    for nr, hooks in node.pre_hooks.items():
+        for hook in list(hooks):
+            if grads[nr] is None:
+                continue
+            new = hook(grads[nr])
+            if new is not None:
+                grads[nr] = new.detach()
+    return grads
+
+
+def _call_backward(node: Node, grads: list) -> tuple:
+    from ..tensor import zeros_like_meta
+
+    if node.ctx.materialize_grads:
+        grads = [g if g is not None else zeros_like_meta(*meta)
+                 for g, meta in zip(grads, node.output_meta)]
+    previous = grad_mode._set(False)
+    try:
+        out = node.function.backward(node.ctx, *grads)
+    finally:
+        grad_mode._enabled = previous
+    if not isinstance(out, tuple):
+        out = (out,)
+    n_in = len(node.next_functions)
+    if len(out) != n_in:
+        # PyTorch tolerates extra trailing Nones (for non-tensor arguments)
+        if len(out) > n_in and all(g is None for g in out[n_in:]):
+            out = out[:n_in]
+        else:
+            raise RuntimeError(
+                f"function {node.name()} returned {len(out)} gradients, but its forward took "
+                f"{n_in} inputs: backward must return one gradient (or None) per input"
+            )
+    return tuple(_validate(node, i, g) for i, g in enumerate(out))
+
+
+def _validate(node: Node, i: int, g: Any) -> Any:
+    from ..tensor import Tensor
+
+    nxt, _ = node.next_functions[i]
+    if g is None or nxt is None:
+        return None
+    if not isinstance(g, Tensor):
+        raise TypeError(
+            f"function {node.name()} returned a {type(g).__name__} as gradient {i}: "
+            "gradients must be tensors (or None)"
+        )
+    shape, dtype, device = node.input_meta[i]
+    if g.device != device:
+        raise RuntimeError(
+            f"function {node.name()} returned a gradient on {g.device} for input {i}, "
+            f"which lives on {device}"
+        )
+    g = _sum_to_shape(g, shape, node, i)
+    if g.dtype is not dtype:
+        g = g.to(dtype)
+    return g
+
+
+def _accumulate(leaf: "Tensor", grad: "Tensor") -> None:
+    """``leaf.grad += grad``, keeping the ``.grad`` object and never aliasing ``grad``."""
+    if leaf.grad is None:
+        leaf.grad = grad.detach().clone()
+    else:
+        leaf.grad._set_array(leaf.grad._backend.binary("add", leaf.grad._array, grad._array))
+
+
+def run_backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool = False) -> None:
+    """Backpropagate to the end: what ``tensor.backward()`` and ``tg.autograd.backward`` do."""
+    for _ in backward_steps(tensors, grad_tensors, retain_graph):
+        pass

@@ -1,0 +1,74 @@
+"""Grad mode: whether operations record the graph (``no_grad`` and friends)."""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# One module-level flag, read on every operation; a plain global is the cheapest
+# thing Python can look up, and teachgrad runs ops on one thread.
+_enabled = True
+
+
+def is_grad_enabled() -> bool:
+    """True when new operations are being recorded for backward."""
+    return _enabled
+
+
+def _set(mode: bool) -> bool:
+    global _enabled
+    previous, _enabled = _enabled, bool(mode)
+    return previous
+
+
+class _GradMode:
+    """Base of the three context managers; also usable as decorators."""
+
+    mode = True
+
+    def __enter__(self) -> None:
+        self._previous = _set(self.mode)
+
+    def __exit__(self, *exc: object) -> None:
+        _set(self._previous)
+
+    def __call__(self, fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            previous = _set(self.mode)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _set(previous)
+        return wrapper  # type: ignore[return-value]
+
+
+class no_grad(_GradMode):
+    """Run without recording: results have no ``grad_fn`` and ``requires_grad=False``.
+
+    Use it for parameter updates and evaluation::
+
+        with tg.no_grad():
+            w -= lr * w.grad
+    """
+
+    mode = False
+
+
+class enable_grad(_GradMode):
+    """Record again inside a ``no_grad`` block."""
+
+    mode = True
+
+
+class set_grad_enabled(_GradMode):
+    """``set_grad_enabled(False)`` is ``no_grad()``; usable as a call, a block or a decorator."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        # like PyTorch, calling it (not only entering it) already switches the mode
+        self._previous = _set(self.mode)
+
+    def __enter__(self) -> None:
+        pass

@@ -1,0 +1,164 @@
+"""The backend seam: the primitives every device must provide.
+
+A *backend* owns the arrays of one device and knows how to run a small set of
+primitive operations on them. Everything above this line (tensors, autograd,
+``nn``) is written in terms of these primitives only, so a new device is a new
+subclass of :class:`Backend` and nothing else.
+
+Arrays are whatever the backend likes: ``numpy.ndarray`` for the CPU backends,
+numba ``DeviceNDArray`` for ``cuda``. The tensor layer never looks inside them;
+it asks the backend for ``shape`` and ``dtype`` and hands them back.
+
+Conventions every backend follows (the numpy backend is the reference):
+
+* ``dtype`` arguments are numpy dtypes (``np.float32``, ``np.float64``,
+  ``np.int64``, ``np.bool_``); the tensor layer has already decided the result
+  dtype and cast inputs where needed, so primitives never promote.
+* ``binary`` broadcasts like numpy; either operand may be a Python scalar.
+* ``axes`` for reductions is a tuple of non-negative ints, or ``None`` for all.
+* Indices for ``getitem``/``index_add``/``setitem`` are already normalised by
+  the tensor layer to a tuple of ``int``, ``slice``, ``None`` and int64 arrays
+  of this backend.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Sequence
+
+import numpy as np
+
+Array = Any  # a backend's array type
+Scalar = int | float | bool
+
+#: Elementwise functions of one argument, by name.
+UNARY_OPS = (
+    "neg", "exp", "log", "sqrt", "abs", "sin", "cos", "tanh", "sigmoid",
+    "relu", "sign", "step",  # step(x) = 1 where x > 0 else 0 (relu's derivative)
+)
+#: Elementwise functions of two arguments, by name (broadcasting).
+BINARY_OPS = (
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum",
+    "eq", "ne", "lt", "le", "gt", "ge",  # comparisons give bool arrays
+)
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+#: Reductions that take ``axes`` and ``keepdims``.
+REDUCE_OPS = ("sum", "max", "min")
+#: Reductions that return an int64 position along one axis.
+ARG_REDUCE_OPS = ("argmax", "argmin")
+
+
+class Backend(ABC):
+    """Where arrays live and how primitives run on them."""
+
+    #: Short name shown to users, e.g. ``"numpy"``, ``"numba"``, ``"cuda"``.
+    name: str = "abstract"
+    #: The device type this backend serves: ``"cpu"`` or ``"cuda"``.
+    device_type: str = "cpu"
+
+    # -- moving data ---------------------------------------------------------
+    @abstractmethod
+    def from_numpy(self, a: np.ndarray) -> Array:
+        """Copy a host array onto this backend's device."""
+
+    @abstractmethod
+    def to_numpy(self, x: Array) -> np.ndarray:
+        """Copy an array back to a host ``numpy.ndarray``."""
+
+    # -- creating -------------------------------------------------------------
+    @abstractmethod
+    def full(self, shape: tuple[int, ...], value: Scalar, dtype: np.dtype) -> Array:
+        """A new array of ``shape`` filled with ``value``."""
+
+    def arange(self, n: int, dtype: np.dtype) -> Array:
+        """``0, 1, ..., n-1`` (used by backwards that build one-hot masks)."""
+        return self.from_numpy(np.arange(n, dtype=dtype))
+
+    # -- describing -----------------------------------------------------------
+    def shape(self, x: Array) -> tuple[int, ...]:
+        return tuple(x.shape)
+
+    def dtype(self, x: Array) -> np.dtype:
+        return np.dtype(x.dtype)
+
+    # -- elementwise ----------------------------------------------------------
+    @abstractmethod
+    def unary(self, op: str, x: Array) -> Array:
+        """Apply the elementwise function ``op`` (one of :data:`UNARY_OPS`)."""
+
+    @abstractmethod
+    def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:
+        """Apply ``op`` (one of :data:`BINARY_OPS`) with numpy broadcasting.
+
+        At least one of ``a``/``b`` is an array. Comparisons return bool arrays,
+        everything else the dtype of the array operand(s).
+        """
+
+    @abstractmethod
+    def where(self, cond: Array, a: Array | Scalar, b: Array | Scalar) -> Array:
+        """``a`` where ``cond`` is true, else ``b`` (broadcasting)."""
+
+    @abstractmethod
+    def astype(self, x: Array, dtype: np.dtype) -> Array:
+        """A copy converted to ``dtype``."""
+
+    # -- reductions -----------------------------------------------------------
+    @abstractmethod
+    def reduce(self, op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool) -> Array:
+        """``sum``/``max``/``min`` over ``axes`` (``None`` = every axis)."""
+
+    @abstractmethod
+    def arg_reduce(self, op: str, x: Array, axis: int | None, keepdims: bool) -> Array:
+        """``argmax``/``argmin`` along one axis (``None`` = of the flattened array), int64."""
+
+    # -- linear algebra -------------------------------------------------------
+    @abstractmethod
+    def matmul(self, a: Array, b: Array) -> Array:
+        """``numpy.matmul`` semantics: 1-D promotion and batch broadcasting."""
+
+    # -- layout ---------------------------------------------------------------
+    @abstractmethod
+    def reshape(self, x: Array, shape: tuple[int, ...]) -> Array:
+        """Same elements in a new shape (a view when the layout allows)."""
+
+    @abstractmethod
+    def permute(self, x: Array, axes: tuple[int, ...]) -> Array:
+        """Axes reordered (a view where possible)."""
+
+    @abstractmethod
+    def broadcast_to(self, x: Array, shape: tuple[int, ...]) -> Array:
+        """A read-only view of ``x`` broadcast to ``shape``."""
+
+    @abstractmethod
+    def contiguous(self, x: Array) -> Array:
+        """A C-contiguous copy (or ``x`` itself when it already is)."""
+
+    @abstractmethod
+    def concatenate(self, xs: Sequence[Array], axis: int) -> Array:
+        """Join arrays of equal dtype along an existing axis."""
+
+    # -- indexing -------------------------------------------------------------
+    @abstractmethod
+    def getitem(self, x: Array, index: tuple) -> Array:
+        """``x[index]`` with numpy semantics (basic slicing gives a view)."""
+
+    @abstractmethod
+    def index_add(self, shape: tuple[int, ...], dtype: np.dtype, index: tuple, values: Array) -> Array:
+        """A zero array of ``shape`` with ``values`` added at ``index``.
+
+        Repeated positions add up (``numpy.add.at``): this is the backward of
+        ``getitem``.
+        """
+
+    @abstractmethod
+    def setitem(self, x: Array, index: tuple, value: Array | Scalar) -> None:
+        """In place: ``x[index] = value`` (broadcasting ``value``)."""
+
+    # -- helpers shared by every backend --------------------------------------
+    def zeros(self, shape: tuple[int, ...], dtype: np.dtype) -> Array:
+        return self.full(shape, 0, dtype)
+
+    def synchronize(self) -> None:
+        """Wait until queued work is done (a no-op for synchronous backends)."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} for {self.device_type}>"

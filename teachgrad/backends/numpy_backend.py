@@ -1,0 +1,127 @@
+"""The reference backend: every primitive is one numpy call.
+
+Other backends are checked against this one, so it favours obviousness.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .base import Array, Backend, Scalar
+
+_UNARY = {
+    "neg": np.negative,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "abs": np.abs,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
+    "sign": np.sign,
+}
+_BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "pow": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # split by sign so exp never overflows: 1/(1+e^-x) for x>=0, e^x/(1+e^x) otherwise
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+    device_type = "cpu"
+
+    def from_numpy(self, a: np.ndarray) -> np.ndarray:
+        return np.array(a, copy=True)
+
+    def to_numpy(self, x: np.ndarray) -> np.ndarray:
+        return np.array(x, copy=True)
+
+    def full(self, shape, value, dtype):
+        return np.full(shape, value, dtype=dtype)
+
+    def unary(self, op: str, x: Array) -> Array:
+        if op == "sigmoid":
+            return _sigmoid(x)
+        if op == "relu":
+            return np.maximum(x, 0).astype(x.dtype, copy=False)
+        if op == "step":
+            return (x > 0).astype(x.dtype)
+        return _UNARY[op](x)
+
+    def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:
+        out = _BINARY[op](a, b)
+        # numpy may widen `int_array ** negative` etc.; keep the operand dtype
+        if op not in ("eq", "ne", "lt", "le", "gt", "ge"):
+            ref = a if isinstance(a, np.ndarray) else b
+            if out.dtype != ref.dtype:
+                out = out.astype(ref.dtype)
+        return out
+
+    def where(self, cond, a, b):
+        out = np.where(cond, a, b)
+        ref = a if isinstance(a, np.ndarray) else b
+        if isinstance(ref, np.ndarray) and out.dtype != ref.dtype:
+            out = out.astype(ref.dtype)
+        return out
+
+    def astype(self, x, dtype):
+        return x.astype(dtype)
+
+    def reduce(self, op, x, axes, keepdims):
+        fn = {"sum": np.sum, "max": np.max, "min": np.min}[op]
+        return np.asarray(fn(x, axis=axes, keepdims=keepdims))
+
+    def arg_reduce(self, op, x, axis, keepdims):
+        fn = np.argmax if op == "argmax" else np.argmin
+        out = fn(x, axis=axis, keepdims=keepdims) if axis is not None else fn(x)
+        if axis is None and keepdims:
+            out = np.reshape(out, (1,) * x.ndim)
+        return np.asarray(out, dtype=np.int64)
+
+    def matmul(self, a, b):
+        return np.matmul(a, b)
+
+    def reshape(self, x, shape):
+        return np.reshape(x, shape)
+
+    def permute(self, x, axes):
+        return np.transpose(x, axes)
+
+    def broadcast_to(self, x, shape):
+        return np.broadcast_to(x, shape)
+
+    def contiguous(self, x):
+        # (np.ascontiguousarray would turn a 0-d array into a 1-d one)
+        return x if x.flags.c_contiguous else np.array(x, order="C")
+
+    def concatenate(self, xs: Sequence[Array], axis: int) -> Array:
+        return np.concatenate(xs, axis=axis)
+
+    def getitem(self, x, index):
+        return np.asarray(x[index])
+
+    def index_add(self, shape, dtype, index, values):
+        out = np.zeros(shape, dtype=dtype)
+        np.add.at(out, index, values)
+        return out
+
+    def setitem(self, x, index, value):
+        x[index] = value

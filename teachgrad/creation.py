@@ -1,0 +1,134 @@
+"""Making new tensors: ``zeros``, ``ones``, ``arange``, ``randn``, ... (PyTorch's names)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from . import random as _random
+from .backends import get_backend
+from .device import as_device
+from .tensor import Tensor, tensor
+
+
+def _shape(size: tuple) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, (int, np.integer)) or s < 0:
+            raise RuntimeError(f"sizes must be non-negative integers, got {list(size)}")
+    return tuple(int(s) for s in size)
+
+
+def _finish(array: Any, device: Any, requires_grad: bool, on_host: bool = True) -> Tensor:
+    dev = as_device(device)
+    backend = get_backend(dev.type)
+    if on_host:
+        array = backend.from_numpy(array)
+    t = Tensor._make(array, backend, dev)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def _float(dtype: Any) -> dtypes.DType:
+    return dtypes.get_default_dtype() if dtype is None else dtypes.get_dtype(dtype)
+
+
+def full(size: Any, fill_value: float, *, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    if dtype is None:
+        dtype = dtypes.bool_ if isinstance(fill_value, bool) else (
+            dtypes.int64 if isinstance(fill_value, int) else dtypes.get_default_dtype())
+    dt = dtypes.get_dtype(dtype)
+    dev = as_device(device)
+    array = get_backend(dev.type).full(_shape(size if isinstance(size, tuple) else (size,)),
+                                       fill_value, dt.numpy)
+    return _finish(array, dev, requires_grad, on_host=False)
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return full(_shape(size), 0, dtype=_float(dtype), device=device, requires_grad=requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return full(_shape(size), 1, dtype=_float(dtype), device=device, requires_grad=requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Like PyTorch's ``empty`` but filled with zeros (teachgrad never hands out garbage)."""
+    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def zeros_like(t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return zeros(tuple(t.shape), dtype=dtype or t.dtype, device=device or t.device,
+                 requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return ones(tuple(t.shape), dtype=dtype or t.dtype, device=device or t.device,
+                requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value: float, *, dtype: Any = None, device: Any = None) -> Tensor:
+    return full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, device=device or t.device)
+
+
+def arange(start: float, end: float | None = None, step: float = 1, *, dtype: Any = None,
+           device: Any = None, requires_grad: bool = False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if dtype is None:
+        is_int = all(isinstance(v, int) for v in (start, end, step))
+        dtype = dtypes.int64 if is_int else dtypes.get_default_dtype()
+    array = np.arange(start, end, step).astype(dtypes.get_dtype(dtype).numpy)
+    return _finish(array, device, requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    array = np.linspace(start, end, steps).astype(_float(dtype).numpy)
+    return _finish(array, device, requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    return _finish(np.eye(n, m, dtype=_float(dtype).numpy), device, requires_grad)
+
+
+def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    array = _random.uniform_array(_shape(size), 0.0, 1.0, _float(dtype))
+    return _finish(array, device, requires_grad)
+
+
+def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    array = _random.normal_array(_shape(size), 0.0, 1.0, _float(dtype))
+    return _finish(array, device, requires_grad)
+
+
+def randint(low: int, high: int | None = None, size: tuple = (), *, dtype: Any = None,
+            device: Any = None) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    if low >= high:
+        raise RuntimeError(f"randint: low ({low}) must be smaller than high ({high})")
+    array = _random.integers_array(_shape(tuple(size)), low, high)
+    if dtype is not None:
+        array = array.astype(dtypes.get_dtype(dtype).numpy)
+    return _finish(array, device, False)
+
+
+def randperm(n: int, *, device: Any = None) -> Tensor:
+    return _finish(_random.permutation(n).astype(np.int64), device, False)
+
+
+def from_numpy(a: np.ndarray) -> Tensor:
+    """A cpu tensor with ``a``'s values and dtype (copied: teachgrad owns its arrays)."""
+    return tensor(a)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    if isinstance(data, Tensor):
+        return data.to(device=device or data.device, dtype=dtype or data.dtype)
+    return tensor(data, dtype=dtype, device=device)

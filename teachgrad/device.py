@@ -1,0 +1,57 @@
+"""Devices: where a tensor's data lives (``cpu`` or ``cuda``)."""
+from __future__ import annotations
+
+
+class Device:
+    """A device name, as in PyTorch: ``tg.device("cuda")``, ``tg.device("cuda:0")``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, spec: "str | Device", index: int | None = None) -> None:
+        if isinstance(spec, Device):
+            self.type, self.index = spec.type, spec.index
+            return
+        if not isinstance(spec, str):
+            raise TypeError(f"device must be a string like 'cpu' or 'cuda', not {type(spec).__name__}")
+        kind, _, idx = spec.partition(":")
+        if kind not in ("cpu", "cuda"):
+            raise RuntimeError(
+                f"unknown device {spec!r}: teachgrad has 'cpu' (numpy) and 'cuda' "
+                "(numba.cuda kernels, on a GPU or in the CUDA simulator)"
+            )
+        if idx:
+            if not idx.isdigit():
+                raise RuntimeError(f"invalid device {spec!r}: the index after ':' must be a number")
+            index = int(idx)
+        if kind == "cpu":
+            index = None
+        self.type = kind
+        self.index = index
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            other = Device(other)
+        if not isinstance(other, Device):
+            return NotImplemented
+        # 'cuda' and 'cuda:0' are the same device: teachgrad drives one GPU
+        return self.type == other.type
+
+    def __hash__(self) -> int:
+        return hash(self.type)
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+
+CPU = Device("cpu")
+
+
+def as_device(d: "str | Device | None") -> Device:
+    if d is None:
+        return CPU
+    return d if isinstance(d, Device) else Device(d)

@@ -1,0 +1,101 @@
+"""The four dtypes teachgrad knows, named like PyTorch's, and its promotion rule."""
+from __future__ import annotations
+
+import numpy as np
+
+
+class DType:
+    """A tensor element type: a thin, named wrapper around a numpy dtype."""
+
+    __slots__ = ("name", "numpy", "is_floating_point", "itemsize")
+
+    def __init__(self, name: str, np_dtype: type) -> None:
+        self.name = name
+        self.numpy = np.dtype(np_dtype)
+        self.is_floating_point = self.numpy.kind == "f"
+        self.itemsize = self.numpy.itemsize
+
+    def __repr__(self) -> str:
+        return f"teachgrad.{self.name}"
+
+    def __reduce__(self):  # pickle as the module-level singleton
+        return (get_dtype, (self.name,))
+
+
+float32 = DType("float32", np.float32)
+float64 = DType("float64", np.float64)
+int64 = DType("int64", np.int64)
+bool_ = DType("bool", np.bool_)
+
+ALL_DTYPES = (float32, float64, int64, bool_)
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_BY_NAME.update({"float": float32, "double": float64, "long": int64})
+_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
+# numpy types with no teachgrad twin land on the closest one we support
+_BY_NUMPY.update({np.dtype(np.float16): float32, np.dtype(np.int32): int64,
+                  np.dtype(np.int16): int64, np.dtype(np.int8): int64,
+                  np.dtype(np.uint8): int64})
+
+#: ``tg.get_default_dtype()``: what floating-point tensors are made of unless told.
+_default_float = float32
+
+
+def get_default_dtype() -> DType:
+    return _default_float
+
+
+def set_default_dtype(dtype: DType) -> None:
+    global _default_float
+    dtype = get_dtype(dtype)
+    if not dtype.is_floating_point:
+        raise TypeError(f"the default dtype must be a floating-point type, not {dtype}")
+    _default_float = dtype
+
+
+def get_dtype(d: "DType | str | np.dtype | type") -> DType:
+    """Turn anything dtype-like (a DType, 'float32', np.float64, float) into a DType."""
+    if isinstance(d, DType):
+        return d
+    if d is float:
+        return _default_float
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    if isinstance(d, str):
+        if d in _BY_NAME:
+            return _BY_NAME[d]
+    else:
+        try:
+            return _BY_NUMPY[np.dtype(d)]
+        except (TypeError, KeyError):
+            pass
+    known = ", ".join(f"tg.{x.name}" for x in ALL_DTYPES)
+    raise TypeError(f"unknown dtype {d!r}: teachgrad supports {known}")
+
+
+def from_numpy_dtype(d: np.dtype) -> DType:
+    return _BY_NUMPY.get(np.dtype(d)) or get_dtype(d)
+
+
+_RANK = {bool_: 0, int64: 1, float32: 2, float64: 3}
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """The dtype of ``a op b`` for two tensors: the 'larger' kind wins."""
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def scalar_result_type(t: DType, scalar: object) -> DType:
+    """The dtype of ``tensor op python_scalar``, as in PyTorch.
+
+    A Python scalar never widens a tensor of the same kind (``float32 * 2.5`` stays
+    float32); it only lifts the kind: ``int64 * 2.5`` is the default float dtype.
+    """
+    if isinstance(scalar, bool):
+        return t
+    if isinstance(scalar, int):
+        return int64 if t is bool_ else t
+    if isinstance(scalar, float):
+        return t if t.is_floating_point else _default_float
+    raise TypeError(f"cannot combine a tensor with {type(scalar).__name__} {scalar!r}")

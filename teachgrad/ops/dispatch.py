@@ -1,0 +1,109 @@
+"""Shared plumbing for ops: argument checks, dtype promotion, broadcasting.
+
+Every check here runs before any Function does work, so a bad call raises a
+clear error and changes nothing.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..tensor import Tensor, tensor
+
+Number = (int, float, bool)
+
+
+def value(x: Any) -> Any:
+    """The backend array of a tensor, or a Python scalar unchanged (for forwards)."""
+    return x._array if isinstance(x, Tensor) else x
+
+
+def as_tensor_like(x: Any, like: Tensor) -> Tensor:
+    """Turn lists/numpy arrays into a tensor on ``like``'s device (tensors pass through)."""
+    if isinstance(x, Tensor):
+        return x
+    return tensor(x, device=like.device)
+
+
+def broadcast_shapes(a: tuple, b: tuple, op: str) -> tuple:
+    """The shape of ``a op b`` under broadcasting, or a PyTorch-style error naming both."""
+    if a == b:
+        return a
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x != y and x != 1 and y != 1:
+            dim = max(len(a), len(b)) - i
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                f"non-singleton dimension {dim} (in {op}: shapes {list(a)} and {list(b)} "
+                "cannot broadcast). Fix: reshape or unsqueeze one of them so that each "
+                "dimension is equal or 1."
+            )
+        out.append(max(x, y))
+    return tuple(reversed(out))
+
+
+def prepare_binary(a: Any, b: Any, op: str, *, float_result: bool = False) -> tuple[Any, Any]:
+    """Promote dtypes and check shapes for ``a op b`` (at least one is a tensor).
+
+    Python numbers stay numbers (they travel to kernels as arguments); a tensor
+    is converted only when the result needs a different dtype.
+    """
+    ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+    if ta and tb:
+        if a.dtype is b.dtype:
+            dt = a.dtype
+        else:
+            dt = dtypes.promote_types(a.dtype, b.dtype)
+        if a._array.shape != b._array.shape:
+            broadcast_shapes(tuple(a._array.shape), tuple(b._array.shape), op)
+    else:
+        t, s = (a, b) if ta else (b, a)
+        if not isinstance(s, Number):
+            if isinstance(s, (np.ndarray, np.generic, list, tuple)):
+                s = as_tensor_like(s, t)
+                return prepare_binary(t, s, op, float_result=float_result) if ta else \
+                    prepare_binary(s, t, op, float_result=float_result)
+            raise TypeError(f"unsupported operand type for {op}: tensor and {type(s).__name__}")
+        dt = dtypes.scalar_result_type(t.dtype, s)
+        s = float(s) if dt.is_floating_point else int(s)
+        a, b = (t, s) if ta else (s, t)
+    if float_result and not dt.is_floating_point:
+        dt = dtypes.get_default_dtype()
+    if isinstance(a, Tensor) and a.dtype is not dt:
+        a = a.to(dt)
+    if isinstance(b, Tensor) and b.dtype is not dt:
+        b = b.to(dt)
+    return a, b
+
+
+def normalize_dim(dim: int, ndim: int) -> int:
+    """A dimension index in ``[0, ndim)``; negative counts from the end."""
+    lo, hi = -max(ndim, 1), max(ndim, 1) - 1
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, not {type(dim).__name__}")
+    if not lo <= dim <= hi:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})"
+        )
+    return int(dim) % max(ndim, 1)
+
+
+def normalize_dims(dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...] | None:
+    """``dim`` as a sorted tuple of non-negative axes, or None for 'all of them'."""
+    if dim is None:
+        return None
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    axes = tuple(sorted(normalize_dim(d, ndim) for d in dims))
+    if len(set(axes)) != len(axes):
+        raise RuntimeError(f"dim {dims} names the same dimension twice")
+    return axes if ndim else ()
+
+
+def require_float(t: Tensor, op: str) -> Tensor:
+    """Integer/bool tensors become the default float dtype for float-valued ops (exp, log...)."""
+    return t if t.dtype.is_floating_point else t.to(dtypes.get_default_dtype())

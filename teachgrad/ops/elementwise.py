@@ -1,0 +1,308 @@
+"""Elementwise operations: each Function is forward + backward and nothing else.
+
+Backward formulas are written with tensor operations, so they run on whatever
+device the gradient lives on. Broadcasting needs no code here: the engine sums
+each gradient back to its input's shape (as PyTorch's does).
+"""
+from __future__ import annotations
+
+import math
+
+from ..autograd.function import Context, Function
+from ..tensor import Tensor
+from .dispatch import value
+
+
+class Add(Function):
+    rule = "∂(a+b)/∂a = 1,  ∂(a+b)/∂b = 1"
+
+    @staticmethod
+    def forward(ctx: Context, a, b):
+        return ctx.backend.binary("add", value(a), value(b))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        return grad, grad
+
+
+class Sub(Function):
+    rule = "∂(a−b)/∂a = 1,  ∂(a−b)/∂b = −1"
+
+    @staticmethod
+    def forward(ctx: Context, a, b):
+        return ctx.backend.binary("sub", value(a), value(b))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        return grad, -grad if ctx.needs_input_grad[1] else None
+
+
+class Mul(Function):
+    rule = "∂(a·b)/∂a = b,  ∂(a·b)/∂b = a"
+
+    @staticmethod
+    def forward(ctx: Context, a, b):
+        ctx.save_for_backward(a, b)
+        return ctx.backend.binary("mul", value(a), value(b))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        a, b = ctx.saved_tensors
+        da = grad * b if ctx.needs_input_grad[0] else None
+        db = grad * a if ctx.needs_input_grad[1] else None
+        return da, db
+
+
+class Div(Function):
+    rule = "∂(a/b)/∂a = 1/b,  ∂(a/b)/∂b = −a/b²"
+
+    @staticmethod
+    def forward(ctx: Context, a, b):
+        ctx.save_for_backward(a, b)
+        return ctx.backend.binary("div", value(a), value(b))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        a, b = ctx.saved_tensors
+        da = grad / b if ctx.needs_input_grad[0] else None
+        db = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
+        return da, db
+
+
+class Pow(Function):
+    rule = "∂(aᵇ)/∂a = b·aᵇ⁻¹,  ∂(aᵇ)/∂b = aᵇ·ln a"
+
+    @staticmethod
+    def forward(ctx: Context, a, b):
+        out = ctx.backend.binary("pow", value(a), value(b))
+        ctx.save_for_backward(a, b)
+        ctx.out = out
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        a, b = ctx.saved_tensors
+        da = db = None
+        if ctx.needs_input_grad[0]:
+            # a**0 is constant: its slope is 0 even at a = 0, where b * a**(b-1) is 0 * inf
+            da = grad * 0 if isinstance(b, (int, float)) and b == 0 else grad * b * a ** (b - 1)
+        if ctx.needs_input_grad[1]:
+            out = Tensor._make(ctx.out, ctx.backend, grad.device)
+            db = grad * out * (a.log() if isinstance(a, Tensor) else math.log(a))
+        return da, db
+
+
+class Neg(Function):
+    rule = "∂(−a)/∂a = −1"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor):
+        return ctx.backend.unary("neg", a._array)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        return -grad
+
+
+class Exp(Function):
+    rule = "∂eᵃ/∂a = eᵃ"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor):
+        out = ctx.backend.unary("exp", a._array)
+        ctx.out = out  # backward reuses the result instead of recomputing it
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        return grad * Tensor._make(ctx.out, ctx.backend, grad.device)
+
+
+class Log(Function):
+    rule = "∂ln a/∂a = 1/a"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor):
+        ctx.save_for_backward(a)
+        return ctx.backend.unary("log", a._array)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        (a,) = ctx.saved_tensors
+        return grad / a
+
+
+class Sqrt(Function):
+    rule = "∂√a/∂a = 1/(2√a)"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor):
+        out = ctx.backend.unary("sqrt", a._array)
+        ctx.out = out
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        return grad / (2 * Tensor._make(ctx.out, ctx.backend, grad.device))
+
+
+class Abs(Function):
+    rule = "∂|a|/∂a = sign(a)"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor):
+        ctx.save_for_backward(a)
+        return ctx.backend.unary("abs", a._array)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        (a,) = ctx.saved_tensors
+        return grad * a.sign()
+
+
+class Sin(Function):
+    rule = "∂sin a/∂a = cos a"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor):
+        ctx.save_for_backward(a)
+        return ctx.backend.unary("sin", a._array)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        (a,) = ctx.saved_tensors
+        return grad * a.cos()
+
+
+class Cos(Function):
+    rule = "∂cos a/∂a = −sin a"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor):
+        ctx.save_for_backward(a)
+        return ctx.backend.unary("cos", a._array)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        (a,) = ctx.saved_tensors
+        return -grad * a.sin()
+
+
+class Tanh(Function):
+    rule = "∂tanh a/∂a = 1 − tanh²a"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor):
+        out = ctx.backend.unary("tanh", a._array)
+        ctx.out = out
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        t = Tensor._make(ctx.out, ctx.backend, grad.device)
+        return grad * (1 - t * t)
+
+
+class Sigmoid(Function):
+    rule = "∂σ(a)/∂a = σ(a)·(1 − σ(a))"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor):
+        out = ctx.backend.unary("sigmoid", a._array)
+        ctx.out = out
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        s = Tensor._make(ctx.out, ctx.backend, grad.device)
+        return grad * s * (1 - s)
+
+
+class Relu(Function):
+    rule = "∂relu(a)/∂a = 1 if a > 0 else 0"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor):
+        ctx.save_for_backward(a)
+        return ctx.backend.unary("relu", a._array)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        (a,) = ctx.saved_tensors
+        step = Tensor._make(ctx.backend.unary("step", a._array), ctx.backend, grad.device)
+        return grad * step
+
+
+class Maximum(Function):
+    rule = "∂max(a,b)/∂a = 1 where a > b, ½ where a = b, else 0"
+
+    @staticmethod
+    def forward(ctx: Context, a, b):
+        ctx.save_for_backward(a, b)
+        return ctx.backend.binary("maximum", value(a), value(b))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        a, b = ctx.saved_tensors
+        share_a = _winner_share(a, b, grad)
+        return grad * share_a, grad * (1 - share_a)
+
+
+class Minimum(Function):
+    rule = "∂min(a,b)/∂a = 1 where a < b, ½ where a = b, else 0"
+
+    @staticmethod
+    def forward(ctx: Context, a, b):
+        ctx.save_for_backward(a, b)
+        return ctx.backend.binary("minimum", value(a), value(b))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        a, b = ctx.saved_tensors
+        share_a = _winner_share(b, a, grad)
+        return grad * share_a, grad * (1 - share_a)
+
+
+def _winner_share(winner, loser, grad: Tensor) -> Tensor:
+    """1 where ``winner > loser``, ½ on ties (the gradient is shared, as in PyTorch), else 0."""
+    return (winner > loser).to(grad.dtype) + 0.5 * (winner == loser).to(grad.dtype)
+
+
+class Clamp(Function):
+    rule = "∂clamp(a, lo, hi)/∂a = 1 where lo ≤ a ≤ hi, else 0"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, lo, hi):
+        ctx.save_for_backward(a)
+        ctx.lo, ctx.hi = lo, hi
+        out = a._array
+        if lo is not None:
+            out = ctx.backend.binary("maximum", out, lo)
+        if hi is not None:
+            out = ctx.backend.binary("minimum", out, hi)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        (a,) = ctx.saved_tensors
+        if ctx.lo is not None:
+            grad = grad * (a >= ctx.lo).to(grad.dtype)
+        if ctx.hi is not None:
+            grad = grad * (a <= ctx.hi).to(grad.dtype)
+        return grad, None, None
+
+
+class Where(Function):
+    rule = "∂where(c, a, b)/∂a = c,  ∂/∂b = not c"
+
+    @staticmethod
+    def forward(ctx: Context, cond: Tensor, a, b):
+        ctx.cond = cond
+        return ctx.backend.where(cond._array, value(a), value(b))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        zero = grad * 0
+        da = Where.apply(ctx.cond, grad, zero) if ctx.needs_input_grad[1] else None
+        db = Where.apply(ctx.cond, zero, grad) if ctx.needs_input_grad[2] else None
+        return None, da, db

@@ -1,0 +1,407 @@
+"""The public operations (``tg.exp``, ``tg.matmul``, ``tg.cat``, ...).
+
+Each checks and normalises its arguments, then calls one Function's ``apply``.
+Tensor methods (``x.exp()``, ``x @ y``) are these same functions.
+"""
+from __future__ import annotations
+
+import builtins  # this module defines sum/max/all/...: Python's own are builtins.*
+from collections import namedtuple
+from typing import Any, Sequence
+
+from .. import dtypes
+from ..tensor import Tensor, _common_device
+from . import activation, elementwise as ew, indexing, linalg, reduce as red, shape as sh
+from .dispatch import broadcast_shapes, normalize_dim, normalize_dims, prepare_binary, require_float
+
+# -- arithmetic ------------------------------------------------------------------
+
+
+def add(a: Any, b: Any, alpha: float = 1) -> Tensor:
+    a, b = prepare_binary(a, b if alpha == 1 else b * alpha, "add")
+    return ew.Add.apply(a, b)
+
+
+def sub(a: Any, b: Any, alpha: float = 1) -> Tensor:
+    a, b = prepare_binary(a, b if alpha == 1 else b * alpha, "sub")
+    return ew.Sub.apply(a, b)
+
+
+def mul(a: Any, b: Any) -> Tensor:
+    return ew.Mul.apply(*prepare_binary(a, b, "mul"))
+
+
+def div(a: Any, b: Any) -> Tensor:
+    return ew.Div.apply(*prepare_binary(a, b, "div", float_result=True))
+
+
+def pow(a: Any, b: Any) -> Tensor:  # noqa: A001 (PyTorch's name)
+    return ew.Pow.apply(*prepare_binary(a, b, "pow"))
+
+
+def neg(a: Tensor) -> Tensor:
+    return ew.Neg.apply(a)
+
+
+def _unary(fn: type, a: Tensor) -> Tensor:
+    return fn.apply(require_float(a, fn.__name__.lower()))
+
+
+def exp(a: Tensor) -> Tensor:
+    return _unary(ew.Exp, a)
+
+
+def log(a: Tensor) -> Tensor:
+    return _unary(ew.Log, a)
+
+
+def sqrt(a: Tensor) -> Tensor:
+    return _unary(ew.Sqrt, a)
+
+
+def sin(a: Tensor) -> Tensor:
+    return _unary(ew.Sin, a)
+
+
+def cos(a: Tensor) -> Tensor:
+    return _unary(ew.Cos, a)
+
+
+def tanh(a: Tensor) -> Tensor:
+    return _unary(ew.Tanh, a)
+
+
+def sigmoid(a: Tensor) -> Tensor:
+    return _unary(ew.Sigmoid, a)
+
+
+def abs(a: Tensor) -> Tensor:  # noqa: A001
+    return ew.Abs.apply(a)
+
+
+def relu(a: Tensor) -> Tensor:
+    return ew.Relu.apply(a)
+
+
+def maximum(a: Tensor, b: Any) -> Tensor:
+    return ew.Maximum.apply(*prepare_binary(a, b, "maximum"))
+
+
+def minimum(a: Tensor, b: Any) -> Tensor:
+    return ew.Minimum.apply(*prepare_binary(a, b, "minimum"))
+
+
+def clamp(a: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
+    if min is None and max is None:
+        raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
+    return ew.Clamp.apply(a, min, max)
+
+
+clip = clamp
+
+
+def where(cond: Tensor, a: Any, b: Any) -> Tensor:
+    """``a`` where ``cond`` is true, else ``b`` (broadcasting all three)."""
+    if not isinstance(cond, Tensor) or cond.dtype is not dtypes.bool_:
+        raise TypeError("where: the condition must be a bool tensor, e.g. x > 0")
+    a, b = prepare_binary(a, b, "where") if isinstance(a, Tensor) or isinstance(b, Tensor) else (a, b)
+    shapes = [tuple(t.shape) for t in (a, b) if isinstance(t, Tensor)]
+    for s in shapes:
+        broadcast_shapes(tuple(cond.shape), s, "where")
+    return ew.Where.apply(cond, a, b)
+
+
+def sign(a: Tensor) -> Tensor:
+    """-1, 0 or 1 per element (not differentiable: its derivative is 0 almost everywhere)."""
+    return Tensor._make(a._backend.unary("sign", a._array), a._backend, a.device)
+
+
+def _compare(op: str, a: Any, b: Any) -> Tensor:
+    a, b = prepare_binary(a, b, op)
+    t = a if isinstance(a, Tensor) else b
+    _common_device([x for x in (a, b) if isinstance(x, Tensor)], op)
+    out = t._backend.binary(op, a._array if isinstance(a, Tensor) else a,
+                            b._array if isinstance(b, Tensor) else b)
+    return Tensor._make(out, t._backend, t.device)
+
+
+def eq(a: Any, b: Any) -> Tensor:
+    return _compare("eq", a, b)
+
+
+def ne(a: Any, b: Any) -> Tensor:
+    return _compare("ne", a, b)
+
+
+def lt(a: Any, b: Any) -> Tensor:
+    return _compare("lt", a, b)
+
+
+def le(a: Any, b: Any) -> Tensor:
+    return _compare("le", a, b)
+
+
+def gt(a: Any, b: Any) -> Tensor:
+    return _compare("gt", a, b)
+
+
+def ge(a: Any, b: Any) -> Tensor:
+    return _compare("ge", a, b)
+
+
+# -- reductions --------------------------------------------------------------------
+
+
+def sum(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    if a.dtype is dtypes.bool_:
+        a = a.long()
+    return red.Sum.apply(a, normalize_dims(dim, a.ndim), keepdim)
+
+
+def mean(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    if not a.dtype.is_floating_point:
+        raise RuntimeError(
+            f"mean(): could not infer output dtype. Input dtype must be floating point, "
+            f"got {a.dtype}. Fix: call .float() first."
+        )
+    return red.Mean.apply(a, normalize_dims(dim, a.ndim), keepdim)
+
+
+def _extreme(op: str, a: Tensor, dim: Any, keepdim: bool) -> Any:
+    if a.numel() == 0:
+        raise RuntimeError(f"{op}(): cannot reduce an empty tensor (it has no {op}imum)")
+    if dim is None:
+        return red.Amax.apply(a, None, False, op)
+    values, indices = red.MaxDim.apply(a, normalize_dim(dim, a.ndim), keepdim, op)
+    return _ReturnTypes[op](values, indices)
+
+
+def max(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """``max(x)`` is the largest element; ``max(x, dim)`` is ``(values, indices)``."""
+    if isinstance(dim, Tensor):
+        return maximum(a, dim)
+    return _extreme("max", a, dim, keepdim)
+
+
+def min(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    if isinstance(dim, Tensor):
+        return minimum(a, dim)
+    return _extreme("min", a, dim, keepdim)
+
+
+def amax(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return red.Amax.apply(a, normalize_dims(dim, a.ndim), keepdim, "max")
+
+
+def amin(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return red.Amax.apply(a, normalize_dims(dim, a.ndim), keepdim, "min")
+
+
+def _arg(op: str, a: Tensor, dim: int | None, keepdim: bool) -> Tensor:
+    axis = None if dim is None else normalize_dim(dim, a.ndim)
+    out = a._backend.arg_reduce(op, a._array, axis, keepdim)
+    return Tensor._make(out, a._backend, a.device)
+
+
+def argmax(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    return _arg("argmax", a, dim, keepdim)
+
+
+def argmin(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    return _arg("argmin", a, dim, keepdim)
+
+
+# -- linear algebra -----------------------------------------------------------------
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError("matmul needs two tensors")
+    if a.dtype is not b.dtype:
+        a, b = prepare_binary(a, b, "matmul")
+    _common_device([a, b], "matmul")
+    linalg.check_matmul_shapes(a, b)
+    return linalg.MatMul.apply(a, b)
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != 2 or b.ndim != 2:
+        raise RuntimeError(f"mm: both arguments must be 2-D, got {a.ndim}-D and {b.ndim}-D")
+    return matmul(a, b)
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != 3 or b.ndim != 3:
+        raise RuntimeError(f"bmm: both arguments must be 3-D, got {a.ndim}-D and {b.ndim}-D")
+    return matmul(a, b)
+
+
+def softmax(a: Tensor, dim: int) -> Tensor:
+    return activation.Softmax.apply(require_float(a, "softmax"), normalize_dim(dim, a.ndim))
+
+
+def log_softmax(a: Tensor, dim: int) -> Tensor:
+    return activation.LogSoftmax.apply(require_float(a, "log_softmax"), normalize_dim(dim, a.ndim))
+
+
+# -- shapes ---------------------------------------------------------------------------
+
+
+def _shape_arg(shape: tuple) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def reshape(a: Tensor, *shape: Any) -> Tensor:
+    shape = _shape_arg(shape)
+    n = a.numel()
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred (-1)")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if -1 in shape:
+        if known == 0 or n % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+        shape = tuple(n // known if s == -1 else s for s in shape)
+    elif known != n:
+        raise RuntimeError(
+            f"shape '{list(shape)}' is invalid for input of size {n}: the new shape must "
+            f"hold exactly {n} elements (current shape {list(a.shape)})"
+        )
+    if shape == tuple(a.shape):
+        return sh.Reshape.apply(a, shape) if a.requires_grad else a.detach()
+    return sh.Reshape.apply(a, shape)
+
+
+def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if a.ndim == 0:
+        return reshape(a, 1)
+    s, e = normalize_dim(start_dim, a.ndim), normalize_dim(end_dim, a.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    middle = 1
+    for n in a.shape[s:e + 1]:
+        middle *= n
+    return reshape(a, tuple(a.shape[:s]) + (middle,) + tuple(a.shape[e + 1:]))
+
+
+def unsqueeze(a: Tensor, dim: int) -> Tensor:
+    d = normalize_dim(dim, a.ndim + 1)
+    return reshape(a, tuple(a.shape[:d]) + (1,) + tuple(a.shape[d:]))
+
+
+def squeeze(a: Tensor, dim: Any = None) -> Tensor:
+    if dim is None:
+        return reshape(a, tuple(n for n in a.shape if n != 1))
+    dims = normalize_dims(dim, a.ndim) or ()
+    return reshape(a, tuple(n for i, n in enumerate(a.shape) if not (i in dims and n == 1)))
+
+
+def permute(a: Tensor, *dims: Any) -> Tensor:
+    dims = _shape_arg(dims)
+    axes = tuple(normalize_dim(d, a.ndim) for d in dims)
+    if sorted(axes) != list(range(a.ndim)):
+        raise RuntimeError(
+            f"permute(): dims {list(dims)} must be a reordering of all {a.ndim} dimensions"
+        )
+    return sh.Permute.apply(a, axes)
+
+
+def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
+    axes = list(range(a.ndim))
+    d0, d1 = normalize_dim(dim0, a.ndim), normalize_dim(dim1, a.ndim)
+    axes[d0], axes[d1] = axes[d1], axes[d0]
+    return sh.Permute.apply(a, tuple(axes))
+
+
+def t(a: Tensor) -> Tensor:
+    if a.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but it has {a.ndim}. Fix: use transpose(dim0, dim1) or .mT")
+    return a if a.ndim < 2 else transpose(a, 0, 1)
+
+
+def expand(a: Tensor, *shape: Any) -> Tensor:
+    shape = _shape_arg(shape)
+    if len(shape) < a.ndim:
+        raise RuntimeError(
+            f"expand: the number of sizes provided ({len(shape)}) must be greater or equal "
+            f"to the number of dimensions in the tensor ({a.ndim})"
+        )
+    lead = len(shape) - a.ndim
+    full = tuple(a.shape[i - lead] if s == -1 else s for i, s in enumerate(shape))
+    for i, n in enumerate(a.shape):
+        if n != 1 and n != full[lead + i]:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({full[lead + i]}) must match the existing size "
+                f"({n}) at non-singleton dimension {lead + i}. Target sizes: {list(shape)}. "
+                f"Tensor sizes: {list(a.shape)}"
+            )
+    if full == tuple(a.shape):
+        return a
+    return sh.Expand.apply(a, full)
+
+
+def contiguous(a: Tensor) -> Tensor:
+    return sh.Contiguous.apply(a)
+
+
+def clone(a: Tensor) -> Tensor:
+    return sh.Clone.apply(a)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("cat(): expected a non-empty list of tensors")
+    _common_device(tensors, "cat")
+    first = tensors[0]
+    d = normalize_dim(dim, first.ndim)
+    dt = first.dtype
+    for x in tensors[1:]:
+        dt = dtypes.promote_types(dt, x.dtype)
+    for i, x in enumerate(tensors):
+        same = x.ndim == first.ndim and builtins.all(
+            a == b for j, (a, b) in enumerate(zip(x.shape, first.shape)) if j != d)
+        if not same:
+            raise RuntimeError(
+                f"cat(): sizes of tensors must match except in dimension {d}: tensor 0 has "
+                f"shape {list(first.shape)} but tensor {i} has shape {list(x.shape)}"
+            )
+    tensors = [x.to(dt) for x in tensors]
+    return sh.Cat.apply(*tensors, dim=d)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack(): expected a non-empty list of tensors")
+    for i, x in enumerate(tensors):
+        if x.shape != tensors[0].shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} "
+                f"at entry 0 and {list(x.shape)} at entry {i}"
+            )
+    d = normalize_dim(dim, tensors[0].ndim + 1)
+    return cat([unsqueeze(x, d) for x in tensors], d)
+
+
+def getitem(a: Tensor, index: Any) -> Tensor:
+    return indexing.getitem(a, index)
+
+
+def any(a: Tensor, dim: int | None = None) -> Tensor:  # noqa: A001
+    return gt(sum(ne(a, 0), dim), 0)
+
+
+def all(a: Tensor, dim: int | None = None) -> Tensor:  # noqa: A001
+    n = a.numel() if dim is None else a.shape[normalize_dim(dim, a.ndim)]
+    return eq(sum(ne(a, 0), dim), n)
+
+
+_ReturnTypes = {
+    "max": namedtuple("max", ["values", "indices"]),
+    "min": namedtuple("min", ["values", "indices"]),
+}

@@ -1,0 +1,52 @@
+"""Matrix multiplication, with numpy's rules for 1-D and batched operands."""
+from __future__ import annotations
+
+from ..autograd.function import Context, Function
+from ..tensor import Tensor
+
+
+def check_matmul_shapes(a: Tensor, b: Tensor) -> None:
+    """PyTorch's message for inner dimensions that do not agree, before any work."""
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need at least 1 dimension, but got {a.ndim}D and {b.ndim}D "
+            "tensors. Fix: use * for multiplying by a scalar."
+        )
+    k_a = a.shape[-1]
+    k_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if k_a != k_b:
+        fmt = lambda s: "x".join(str(n) for n in s)  # noqa: E731
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({fmt(a.shape)} and {fmt(b.shape)}): "
+            f"the last dimension of the first ({k_a}) must equal the "
+            f"{'first' if b.ndim == 1 else 'second-to-last'} dimension of the second ({k_b})."
+        )
+    if a.ndim > 2 and b.ndim > 2:
+        from .dispatch import broadcast_shapes
+        broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), "matmul (batch dimensions)")
+
+
+class MatMul(Function):
+    rule = "∂(A@B)/∂A = grad @ Bᵀ,  ∂(A@B)/∂B = Aᵀ @ grad"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, b: Tensor):
+        ctx.save_for_backward(a, b)
+        return ctx.backend.matmul(a._array, b._array)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        a, b = ctx.saved_tensors
+        # a 1-D operand acts as a row (a) or a column (b): make that explicit first
+        a2 = a.unsqueeze(0) if a.ndim == 1 else a
+        b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+        g = grad.unsqueeze(-2) if a.ndim == 1 else grad
+        g = g.unsqueeze(-1) if b.ndim == 1 else g
+        da = db = None
+        if ctx.needs_input_grad[0]:
+            da = g @ b2.mT
+            da = da.squeeze(-2) if a.ndim == 1 else da
+        if ctx.needs_input_grad[1]:
+            db = a2.mT @ g
+            db = db.squeeze(-1) if b.ndim == 1 else db
+        return da, db

@@ -1,0 +1,455 @@
+"""The ``Tensor``: an array on a device, plus what autograd needs to know about it.
+
+A tensor holds a backend array (``tensor.array``: a numpy array on ``cpu``, a
+numba device array on ``cuda``), and for autograd ``requires_grad``, ``grad``
+and ``grad_fn`` (the graph node that made it). All arithmetic is defined in
+:mod:`teachgrad.ops`; the methods here only forward to it.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from . import dtypes
+from .autograd import grad_mode
+from .autograd.function import AccumulateGrad
+from .backends import get_backend
+from .device import CPU, Device, as_device
+from .dtypes import DType
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints like PyTorch's ``torch.Size``."""
+
+    def __repr__(self) -> str:
+        return f"teachgrad.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class _RemovableHandle:
+    """What ``register_hook`` returns: call ``.remove()`` to take the hook off."""
+
+    def __init__(self, hooks: list, hook: Callable) -> None:
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+class Tensor:
+    """A multi-dimensional array with autograd, API after ``torch.Tensor``."""
+
+    __array_priority__ = 1000  # numpy defers `ndarray * tensor` to us
+
+    def __init__(self, data: Any = (), dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> None:
+        made = tensor(data, dtype=dtype if dtype is not None else dtypes.get_default_dtype(),
+                      device=device)
+        self._init(made._array, made._backend, made.device)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # -- construction (internal) ---------------------------------------------
+    def _init(self, array: Any, backend: Any, device: Device) -> None:
+        self._array = array
+        self._backend = backend
+        self.device = device
+        self.dtype = dtypes.from_numpy_dtype(array.dtype)
+        self.requires_grad = False
+        self.grad: Tensor | None = None
+        self.grad_fn = None
+        self._output_nr = 0
+        self._version = 0
+        self._accumulate_node: AccumulateGrad | None = None
+        self._retains_grad = False
+
+    @classmethod
+    def _make(cls, array: Any, backend: Any, device: Device) -> "Tensor":
+        t = object.__new__(Tensor)
+        t._init(array, backend, device)
+        return t
+
+    # -- what a tensor is ------------------------------------------------------
+    @property
+    def array(self) -> Any:
+        """The backend array holding the data (numpy on cpu, numba device array on cuda)."""
+        return self._array
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._array.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._array.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.shape if dim is None else self._array.shape[dim]
+
+    def dim(self) -> int:
+        return self.ndim
+
+    def numel(self) -> int:
+        n = 1
+        for s in self._array.shape:
+            n *= s
+        return n
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._array.shape[0]
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not made by a recorded operation (inputs, parameters)."""
+        return self.grad_fn is None
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    # -- getting values out ----------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """The values as a numpy array (a copy)."""
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on a tensor that requires grad: the array would not be "
+                "part of the graph. Fix: use tensor.detach().numpy()."
+            )
+        if self.device.type != "cpu":
+            raise TypeError(
+                f"can't convert a {self.device} tensor to numpy. Fix: copy it to the host "
+                "first with tensor.cpu()."
+            )
+        return self._backend.to_numpy(self._array)
+
+    def _host(self) -> np.ndarray:
+        return self._backend.to_numpy(self._array)
+
+    def item(self) -> int | float | bool:
+        """The single value of a one-element tensor, as a Python number."""
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"a tensor with {self.numel()} elements cannot be converted to a Python "
+                f"number: item() needs exactly one element (shape {list(self.shape)}). "
+                "Fix: index one element first (t[0].item()) or use tolist()."
+            )
+        return self._host().reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._host().tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype is not dtypes.int64 or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"the truth value of a tensor with {self.numel()} elements is ambiguous. "
+                "Fix: use .any() or .all(), or compare one element."
+            )
+        return bool(self.item())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.detach()._host()
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self) -> str:
+        from ._repr import tensor_repr
+        return tensor_repr(self)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    # -- moving and converting ---------------------------------------------------
+    def to(self, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False) -> "Tensor":
+        """``t.to("cuda")``, ``t.to(tg.float64)``, ``t.to("cpu", tg.float32)``: differentiable."""
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, (str, Device)):
+                device = a
+            else:
+                dtype = a
+        from .ops.convert import to
+        return to(self, device=None if device is None else as_device(device),
+                  dtype=None if dtype is None else dtypes.get_dtype(dtype), copy=copy)
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self) -> "Tensor":
+        return self.to("cuda")
+
+    def float(self) -> "Tensor":
+        return self.to(dtypes.float32)
+
+    def double(self) -> "Tensor":
+        return self.to(dtypes.float64)
+
+    def long(self) -> "Tensor":
+        return self.to(dtypes.int64)
+
+    def bool(self) -> "Tensor":
+        return self.to(dtypes.bool_)
+
+    def type(self, dtype: Any = None) -> Any:
+        return str(self.dtype) if dtype is None else self.to(dtypes.get_dtype(dtype))
+
+    # -- autograd ----------------------------------------------------------------
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Mark a leaf so that backward computes its ``.grad`` (in place)."""
+        if not self.is_leaf and not requires_grad:
+            raise RuntimeError(
+                "you can only change requires_grad of leaf tensors; this one was made by "
+                f"{self.grad_fn.name()}. Fix: use .detach() to get a tensor outside the graph."
+            )
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"only tensors of floating point dtype can require gradients, not {self.dtype}. "
+                "Fix: convert first, e.g. t.float().requires_grad_()"
+            )
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self) -> "Tensor":
+        """The same data, cut out of the graph (shares storage, like PyTorch)."""
+        return Tensor._make(self._array, self._backend, self.device)
+
+    def detach_(self) -> "Tensor":
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        """A detached tensor sharing this one's storage (``p.data`` in old-style updates)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._set_array(value._array)
+
+    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool = False) -> None:
+        """Backpropagate from this tensor, adding gradients into every leaf's ``.grad``."""
+        from .autograd.engine import run_backward
+        run_backward(self, gradient, retain_graph)
+
+    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> _RemovableHandle:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a new one."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        node = self.grad_fn if self.grad_fn is not None else self._accumulator()
+        hooks = node.pre_hooks.setdefault(self._output_nr, [])
+        hooks.append(hook)
+        return _RemovableHandle(hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` on this non-leaf tensor after backward (leaves always keep it)."""
+        if self.is_leaf or self._retains_grad:
+            return
+        import weakref
+        ref = weakref.ref(self)
+
+        def keep(grad: Tensor) -> None:
+            me = ref()
+            if me is not None:
+                me.grad = grad.clone() if me.grad is None else me.grad + grad
+
+        self.register_hook(keep)
+        self._retains_grad = True
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def _accumulator(self) -> AccumulateGrad:
+        if self._accumulate_node is None:
+            self._accumulate_node = AccumulateGrad(self)
+        return self._accumulate_node
+
+    # -- in place -------------------------------------------------------------------
+    def _check_inplace(self) -> None:
+        if grad_mode._enabled and self.requires_grad and self.is_leaf:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation. "
+                "Fix: update parameters inside `with tg.no_grad():`, or use an out-of-place "
+                "operation (w = w - lr * g) if you want the update recorded."
+            )
+        if grad_mode._enabled and self.requires_grad:
+            raise RuntimeError(
+                f"in-place operations on a tensor inside the graph (made by {self.grad_fn.name()}) "
+                "are not supported by teachgrad (PyTorch sometimes allows them). "
+                "Fix: use the out-of-place form, e.g. y = y + 1."
+            )
+
+    def _set_array(self, array: Any) -> None:
+        """Replace the data in place (keeps dtype; bumps the version counter)."""
+        self._array = array
+        self.dtype = dtypes.from_numpy_dtype(array.dtype)
+        self._version += 1
+
+    def _inplace(self, result: "Tensor") -> "Tensor":
+        self._check_inplace()
+        if tuple(result.shape) != tuple(self.shape):
+            raise RuntimeError(
+                f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                f"{list(result.shape)} of an in-place operation"
+            )
+        self._backend.setitem(self._array, (Ellipsis,), result.to(self.dtype)._array)
+        self._version += 1
+        return self
+
+    def copy_(self, src: "Tensor") -> "Tensor":
+        """Copy ``src``'s values into this tensor (broadcasting, converting dtype and device)."""
+        from .ops.dispatch import as_tensor_like
+        self._check_inplace()
+        src = as_tensor_like(src, self).detach().to(self.device, self.dtype)
+        src_shape = tuple(src.shape)
+        from .ops.dispatch import broadcast_shapes
+        if broadcast_shapes(tuple(self.shape), src_shape, "copy_") != tuple(self.shape):
+            raise RuntimeError(f"copy_: cannot broadcast {list(src_shape)} into {list(self.shape)}")
+        self._backend.setitem(self._array, (Ellipsis,), src._array)
+        self._version += 1
+        return self
+
+    def fill_(self, value: float) -> "Tensor":
+        self._check_inplace()
+        self._backend.setitem(self._array, (Ellipsis,), value)
+        self._version += 1
+        return self
+
+    def zero_(self) -> "Tensor":
+        return self.fill_(0)
+
+    def __iadd__(self, other: Any) -> "Tensor":
+        return self._inplace(self + other)
+
+    def __isub__(self, other: Any) -> "Tensor":
+        return self._inplace(self - other)
+
+    def __imul__(self, other: Any) -> "Tensor":
+        return self._inplace(self * other)
+
+    def __itruediv__(self, other: Any) -> "Tensor":
+        return self._inplace(self / other)
+
+    def add_(self, other: Any, alpha: float = 1) -> "Tensor":
+        return self._inplace(self + (other * alpha if alpha != 1 else other))
+
+    def sub_(self, other: Any, alpha: float = 1) -> "Tensor":
+        return self._inplace(self - (other * alpha if alpha != 1 else other))
+
+    def mul_(self, other: Any) -> "Tensor":
+        return self._inplace(self * other)
+
+    def div_(self, other: Any) -> "Tensor":
+        return self._inplace(self / other)
+
+    def clamp_(self, min: Any = None, max: Any = None) -> "Tensor":
+        return self._inplace(self.clamp(min, max))
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0) -> "Tensor":
+        from .random import uniform_array
+        self._check_inplace()
+        self._set_array(self._backend.from_numpy(uniform_array(tuple(self.shape), a, b, self.dtype)))
+        return self
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0) -> "Tensor":
+        from .random import normal_array
+        self._check_inplace()
+        self._set_array(self._backend.from_numpy(normal_array(tuple(self.shape), mean, std, self.dtype)))
+        return self
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        from .ops.indexing import setitem
+        setitem(self, index, value)
+
+
+# Functions the engine and ops need that would otherwise import in a circle ---------
+
+def _common_device(tensors: Iterable[Tensor], op: str) -> Device:
+    device = None
+    for t in tensors:
+        if device is None:
+            device = t.device
+        elif t.device != device:
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two "
+                f"devices, {device} and {t.device} (in {op}). Fix: move one with "
+                f".to('{device}') or .to('{t.device}') first."
+            )
+    return device if device is not None else CPU
+
+
+def _wrap_output(out: Any, device: Device, inputs: tuple) -> Tensor:
+    """Make a fresh output tensor from what a Function's forward returned."""
+    if isinstance(out, Tensor):
+        if any(out is a for a in inputs):  # forward returned an input: give a new handle
+            return Tensor._make(out._array, out._backend, out.device)
+        if out.grad_fn is not None or out.requires_grad:
+            out = out.detach()
+        return out
+    return Tensor._make(out, get_backend(device.type), device)
+
+
+def ones_like_tensor(t: Tensor) -> Tensor:
+    return Tensor._make(t._backend.full(tuple(t.shape), 1, t.dtype.numpy), t._backend, t.device)
+
+
+def zeros_like_meta(shape: tuple, dtype: DType, device: Device) -> Tensor:
+    backend = get_backend(device.type)
+    return Tensor._make(backend.full(tuple(shape), 0, dtype.numpy), backend, device)
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Make a tensor from data (nested lists, numbers, numpy arrays), copying it."""
+    device = as_device(device)
+    if isinstance(data, Tensor):
+        arr = data.detach()._host()
+    else:
+        arr = np.array(data)
+        if arr.dtype == object:
+            raise TypeError(f"can't make a tensor from {type(data).__name__}: the nesting is ragged or the items are not numbers")
+    if dtype is not None:
+        want = dtypes.get_dtype(dtype)
+    elif arr.dtype.kind == "f" and not isinstance(data, np.ndarray):
+        want = dtypes.get_default_dtype()  # Python floats become float32, like PyTorch
+    elif arr.dtype.kind in "iu" and arr.size == 0 and not isinstance(data, np.ndarray):
+        want = dtypes.get_default_dtype()  # tg.tensor([]) is float, like PyTorch
+    else:
+        want = dtypes.from_numpy_dtype(arr.dtype)
+    arr = np.asarray(arr, dtype=want.numpy, order="C")
+    backend = get_backend(device.type)
+    t = Tensor._make(backend.from_numpy(arr), backend, device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+from . import tensor_methods  # noqa: E402,F401  (attaches the math methods to Tensor)
