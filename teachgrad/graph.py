@@ -60,7 +60,12 @@ class Graph:
 
 
 def node_id(obj: Any) -> str:
-    """The id a graph node gets: stable for the lifetime of the object."""
+    """The id of the graph node for ``obj``: a ``grad_fn`` node, or a leaf tensor.
+
+    Stable for the lifetime of the object, so a viewer can map a
+    :class:`~teachgrad.autograd.BackwardStep` to the node it should highlight:
+    ``node_id(step.node)`` for an operation, ``node_id(step.leaf)`` for a leaf.
+    """
     return f"n{id(obj):x}"
 
 
@@ -75,7 +80,7 @@ def _small(array: Any, backend: Any) -> list | float | None:
 
 def _tensor_node(t: Tensor, kind: str, label: str) -> GraphNode:
     return GraphNode(
-        id=node_id(t if kind == "leaf" else ("out", id(t))), kind=kind, label=label,
+        id=node_id(t) if kind == "leaf" else "out_" + node_id(t), kind=kind, label=label,
         shape=tuple(t.shape), dtype=t.dtype.name,
         value=_small(t._array, t._backend) if t.numel() <= SMALL else None,
         grad=(_small(t.grad._array, t.grad._backend)
