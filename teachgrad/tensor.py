@@ -253,7 +253,9 @@ class Tensor:
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        # may move the tensor (Module.to does `p.data = p.data.to("cuda")`)
         self._set_array(value._array)
+        self._backend, self.device = value._backend, value.device
 
     def backward(self, gradient: "Tensor | None" = None, retain_graph: bool = False) -> None:
         """Backpropagate from this tensor, adding gradients into every leaf's ``.grad``."""
@@ -321,6 +323,12 @@ class Tensor:
                 f"output with shape {list(self.shape)} doesn't match the broadcast shape "
                 f"{list(result.shape)} of an in-place operation"
             )
+        if not dtypes.can_cast(result.dtype, self.dtype):
+            raise RuntimeError(
+                f"result type {result.dtype} can't be cast to the desired output type "
+                f"{self.dtype} of an in-place operation. Fix: convert first "
+                f"(t = t.float()) or use the out-of-place form."
+            )
         self._backend.setitem(self._array, (Ellipsis,), result.to(self.dtype)._array)
         self._version += 1
         return self
@@ -377,13 +385,17 @@ class Tensor:
     def uniform_(self, a: float = 0.0, b: float = 1.0) -> "Tensor":
         from .random import uniform_array
         self._check_inplace()
-        self._set_array(self._backend.from_numpy(uniform_array(tuple(self.shape), a, b, self.dtype)))
-        return self
+        return self._fill_from_host(uniform_array(tuple(self.shape), a, b, self.dtype))
 
     def normal_(self, mean: float = 0.0, std: float = 1.0) -> "Tensor":
         from .random import normal_array
         self._check_inplace()
-        self._set_array(self._backend.from_numpy(normal_array(tuple(self.shape), mean, std, self.dtype)))
+        return self._fill_from_host(normal_array(tuple(self.shape), mean, std, self.dtype))
+
+    def _fill_from_host(self, values: np.ndarray) -> "Tensor":
+        """Write host values into the existing storage, so views see them too."""
+        self._backend.setitem(self._array, (Ellipsis,), self._backend.from_numpy(values))
+        self._version += 1
         return self
 
     def __setitem__(self, index: Any, value: Any) -> None:

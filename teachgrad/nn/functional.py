@@ -1,0 +1,215 @@
+"""``teachgrad.nn.functional`` (import it as ``F``): layers and losses as plain functions.
+
+Every function here is a few tensor operations; autograd differentiates them
+for free, so none of them needs a backward of its own. The ``nn`` layers and
+losses are thin wrappers that hold the hyperparameters and call these.
+"""
+from __future__ import annotations
+
+import warnings
+
+import teachgrad as tg
+from teachgrad.tensor import Tensor
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+# -- activations --------------------------------------------------------------
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``max(x, 0)`` elementwise."""
+    return _result(input, input.relu(), inplace)
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent elementwise."""
+    return input.tanh()
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """``1 / (1 + exp(-x))`` elementwise."""
+    return input.sigmoid()
+
+
+def softmax(input: Tensor, dim: int) -> Tensor:
+    """``exp(x) / exp(x).sum(dim)``, computed without overflow."""
+    return input.softmax(dim)
+
+
+def log_softmax(input: Tensor, dim: int) -> Tensor:
+    """``log(softmax(x))``, computed as ``x - logsumexp(x)`` so it never takes ``log(0)``."""
+    return input.log_softmax(dim)
+
+
+# -- layers -------------------------------------------------------------------
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias``: the affine map of :class:`~teachgrad.nn.Linear`.
+
+    ``weight`` has shape ``(out_features, in_features)``, as in PyTorch, so each
+    row of ``weight`` is the weights of one output unit.
+    """
+    if weight.ndim != 2:
+        raise RuntimeError(
+            f"linear: weight must be 2-D (out_features, in_features), got shape {tuple(weight.shape)}"
+        )
+    in_features = weight.shape[1]
+    if input.ndim == 0 or input.shape[-1] != in_features:
+        raise RuntimeError(
+            f"linear: input of shape {tuple(input.shape)} has {input.shape[-1] if input.ndim else 0} "
+            f"features in its last dimension, but the weight of shape {tuple(weight.shape)} expects "
+            f"{in_features}. Fix: make the layer's in_features match the input's last dimension."
+        )
+    output = input @ weight.T
+    if bias is not None:
+        output = output + bias
+    return output
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each element with probability ``p`` and scale the survivors by ``1/(1-p)``.
+
+    The scaling keeps the expected value of every element unchanged, so at
+    evaluation time (``training=False``) dropout is simply the identity.
+    """
+    _check_probability(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return _result(input, input * 0.0, inplace)
+    keep = tg.rand(tuple(input.shape), device=input.device) >= p  # True with probability 1 - p
+    return _result(input, input * keep.to(input.dtype) * (1.0 / (1.0 - p)), inplace)
+
+
+def _result(input: Tensor, result: Tensor, inplace: bool) -> Tensor:
+    """``result``, or with ``inplace=True`` written over ``input`` (which is returned)."""
+    # copy_ refuses (with an explanation) when input is part of a graph being recorded.
+    return input.copy_(result) if inplace else result
+
+
+def _check_probability(p: float) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+# -- losses -------------------------------------------------------------------
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    """Apply ``reduction`` to a tensor of per-element losses."""
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _warn_if_broadcasting(name: str, input: Tensor, target: Tensor) -> None:
+    # Broadcasting (N, 1) against (N,) silently builds an (N, N) loss: a classic bug.
+    # PyTorch warns and goes on; so does teachgrad.
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(
+            f"{name}: input has shape {tuple(input.shape)} but target has shape "
+            f"{tuple(target.shape)}; broadcasting will compare every prediction with every "
+            "target, which is likely not what you want. Fix: reshape one of them "
+            "(e.g. target.view(-1, 1) or input.squeeze(-1)).",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean squared error: ``(input - target) ** 2``, then reduced."""
+    _check_reduction(reduction)
+    _warn_if_broadcasting("mse_loss", input, target)
+    return _reduce((input - target) ** 2, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean absolute error: ``|input - target|``, then reduced."""
+    _check_reduction(reduction)
+    _warn_if_broadcasting("l1_loss", input, target)
+    return _reduce((input - target).abs(), reduction)
+
+
+def nll_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood: ``-input[n, target[n]]``, then reduced.
+
+    ``input`` holds log-probabilities of shape ``(N, C)`` (or ``(N, C, d1, ...)``
+    with the classes in dimension 1, or ``(C,)`` for one sample); ``target``
+    holds class indices (int64) of shape ``(N,)`` (or ``(N, d1, ...)``, or ``()``).
+    """
+    _check_reduction(reduction)
+    _check_class_targets("nll_loss", input, target)
+    return _pick_true_class(input, target, reduction)
+
+
+def _pick_true_class(input: Tensor, target: Tensor, reduction: str) -> Tensor:
+    """``-input[n, target[n]]`` for checked arguments (the body of ``nll_loss``)."""
+    # Bring every case to a table with one row per prediction and one column per class.
+    if input.ndim == 1:  # one sample: (C,)
+        rows, flat_target = input.unsqueeze(0), target.reshape(1)
+    elif input.ndim == 2:  # the usual batch: (N, C)
+        rows, flat_target = input, target
+    else:  # (N, C, d1, ...): move the classes last, then one row per position
+        class_last = (0, *range(2, input.ndim), 1)
+        rows = input.permute(*class_last).reshape(-1, input.shape[1])
+        flat_target = target.reshape(-1)
+    # Pick, in each row, the log-probability of the true class.
+    row_index = tg.arange(rows.shape[0], device=input.device)
+    losses = -rows[row_index, flat_target]
+    if input.ndim != 2:
+        losses = losses.reshape(*target.shape)
+    return _reduce(losses, reduction)
+
+
+def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Softmax cross-entropy from raw scores (logits) and integer class targets.
+
+    It is ``nll_loss(log_softmax(input, dim=1), target)``: going through
+    ``log_softmax`` rather than ``log(softmax(x))`` keeps it finite even when
+    one logit is much larger than the others.
+    """
+    _check_reduction(reduction)
+    _check_class_targets("cross_entropy", input, target)
+    class_dim = 0 if input.ndim == 1 else 1
+    return _pick_true_class(input.log_softmax(class_dim), target, reduction)
+
+
+def _check_class_targets(name: str, input: Tensor, target: Tensor) -> None:
+    """Reject targets that are not class indices of the right shape and range."""
+    if not input.dtype.is_floating_point:
+        raise TypeError(
+            f"{name}: input must hold floating-point scores, got {input.dtype}. "
+            "Fix: convert it with input.float()."
+        )
+    if target.dtype != tg.int64:
+        raise TypeError(
+            f"{name}: target must hold integer class indices (int64), got {target.dtype}. "
+            "teachgrad supports class-index targets only, not probabilities. "
+            "Fix: convert it with target.long()."
+        )
+    if input.ndim == 0:
+        raise ValueError(f"{name}: input must have a class dimension, got a 0-d tensor")
+    if input.ndim == 1:
+        expected = ()
+        num_classes = input.shape[0]
+    else:
+        expected = (input.shape[0], *input.shape[2:])
+        num_classes = input.shape[1]
+    if tuple(target.shape) != expected:
+        raise ValueError(
+            f"{name}: for input of shape {tuple(input.shape)} (classes in dimension "
+            f"{0 if input.ndim == 1 else 1}) target must have shape {expected}, got "
+            f"{tuple(target.shape)}. Fix: pass one class index per sample, e.g. target.view(-1)."
+        )
+    if target.numel() == 0:
+        return
+    low, high = int(target.min().item()), int(target.max().item())
+    if low < 0 or high >= num_classes:
+        bad = low if low < 0 else high
+        raise IndexError(
+            f"{name}: target {bad} is out of bounds: class indices must lie in "
+            f"[0, {num_classes - 1}] for {num_classes} classes."
+        )

@@ -1,0 +1,92 @@
+"""Adam and AdamW: gradient steps scaled by running estimates of the gradient's moments.
+
+Adam, for a parameter θ with gradient g at step t (PyTorch's documented algorithm)::
+
+    if weight_decay ≠ 0:  g ← g + weight_decay · θ          (Adam: L2 penalty in the gradient)
+    m ← β1 · m + (1 − β1) · g                                 first moment: mean of g
+    v ← β2 · v + (1 − β2) · g²                                second moment: mean of g²
+    m̂ ← m / (1 − β1^t)                                         both start at 0, so early
+    v̂ ← v / (1 − β2^t)     (amsgrad: v_max ← max(v_max, v);  v̂ ← v_max / (1 − β2^t))
+    θ ← θ − lr · m̂ / (√v̂ + eps)
+
+AdamW decouples the weight decay: ``θ ← θ · (1 − lr · weight_decay)`` before the
+same update, with nothing added to g.
+"""
+from __future__ import annotations
+
+import math
+
+import teachgrad as tg
+from teachgrad.tensor import Tensor
+
+from .optimizer import Group, Optimizer, ParamsT, State, check_non_negative
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba, 2015), optionally with the AMSGrad variant."""
+
+    #: AdamW sets this: weight decay shrinks θ directly instead of entering the gradient.
+    decoupled_weight_decay = False
+
+    def __init__(
+        self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
+    ) -> None:
+        check_non_negative("learning rate", lr)
+        check_non_negative("epsilon value", eps)
+        check_non_negative("weight_decay value", weight_decay)
+        for i, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta} (it must be in [0, 1))")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def update_parameter(self, param: Tensor, grad: Tensor, state: State, group: Group) -> None:
+        beta1, beta2 = group["betas"]
+        lr, weight_decay = group["lr"], group["weight_decay"]
+        if not state:  # first step: both moments start at zero
+            state["step"] = 0
+            state["exp_avg"] = tg.zeros_like(param)
+            state["exp_avg_sq"] = tg.zeros_like(param)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = tg.zeros_like(param)
+        state["step"] += 1
+        step = state["step"]
+
+        if group["maximize"]:
+            grad = -grad
+        if weight_decay != 0:
+            if self.decoupled_weight_decay:
+                param.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad + weight_decay * param
+
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+        exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+
+        # Bias correction: m and v are averages that started at 0, so early on they
+        # underestimate; dividing by (1 - beta^t) undoes that.
+        bias_correction1 = 1 - beta1**step
+        bias_correction2_sqrt = math.sqrt(1 - beta2**step)
+        if group["amsgrad"]:
+            max_exp_avg_sq = state["max_exp_avg_sq"]
+            max_exp_avg_sq.copy_(tg.maximum(max_exp_avg_sq, exp_avg_sq))
+            second_moment = max_exp_avg_sq
+        else:
+            second_moment = exp_avg_sq
+        denominator = second_moment.sqrt() / bias_correction2_sqrt + group["eps"]
+        param.add_(exp_avg / denominator, alpha=-lr / bias_correction1)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter, 2019); default decay 0.01."""
+
+    decoupled_weight_decay = True
+
+    def __init__(
+        self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+    ) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
