@@ -51,6 +51,15 @@ class Device:
 CPU = Device("cpu")
 
 
+def mismatch_error(first: Device, second: Device, op: str) -> RuntimeError:
+    """PyTorch's error for an operation given tensors on two devices (naming both)."""
+    return RuntimeError(
+        f"Expected all tensors to be on the same device, but found at least two "
+        f"devices, {first} and {second} (in {op}). Fix: move one with "
+        f".to('{first}') or .to('{second}') first."
+    )
+
+
 def as_device(d: "str | Device | None") -> Device:
     if d is None:
         return CPU

@@ -75,7 +75,8 @@ def get_dtype(d: "DType | str | np.dtype | type") -> DType:
 
 
 def from_numpy_dtype(d: np.dtype) -> DType:
-    return _BY_NUMPY.get(np.dtype(d)) or get_dtype(d)
+    """The DType of a numpy dtype (the fast path: ``d`` usually is one already)."""
+    return _BY_NUMPY.get(d) or _BY_NUMPY.get(np.dtype(d)) or get_dtype(d)
 
 
 _RANK = {bool_: 0, int64: 1, float32: 2, float64: 3}
@@ -84,6 +85,16 @@ _RANK = {bool_: 0, int64: 1, float32: 2, float64: 3}
 def promote_types(a: DType, b: DType) -> DType:
     """The dtype of ``a op b`` for two tensors: the 'larger' kind wins."""
     return a if _RANK[a] >= _RANK[b] else b
+
+
+def can_cast(src: DType, dst: DType) -> bool:
+    """Whether an in-place result of ``src`` may be stored into a ``dst`` tensor.
+
+    As in PyTorch, only a change of kind towards bool is refused: float into int,
+    or a number into bool (within a kind, float64 into float32 is fine).
+    """
+    kind = {bool_: 0, int64: 1, float32: 2, float64: 2}
+    return kind[src] <= kind[dst]
 
 
 def scalar_result_type(t: DType, scalar: object) -> DType:

@@ -102,12 +102,13 @@ def snapshot(root: Tensor, names: dict[str, Tensor] | None = None, max_nodes: in
             graph.nodes.append(node)
         return seen[id(acc)]
 
+    if root.grad_fn is None:
+        # nothing recorded: a bare leaf (with the id its backward step will name) or a constant
+        kind, label = ("leaf", _shape_label(root)) if root.requires_grad else ("output", "output")
+        graph.nodes.append(_tensor_node(root, kind, by_id.get(id(root), label)))
+        return graph
     out = _tensor_node(root, "output", by_id.get(id(root), "output"))
     graph.nodes.append(out)
-    if root.grad_fn is None:
-        if root.requires_grad:  # a bare leaf
-            graph.nodes[0].kind = "leaf"
-        return graph
 
     queue: list[Node] = [root.grad_fn]
     seen[id(root.grad_fn)] = node_id(root.grad_fn)

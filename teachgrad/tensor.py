@@ -7,15 +7,18 @@ and ``grad_fn`` (the graph node that made it). All arithmetic is defined in
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from . import dtypes
+from .autograd import function as _function_module
 from .autograd import grad_mode
+from .autograd.engine import run_backward
 from .autograd.function import AccumulateGrad
 from .backends import get_backend
-from .device import CPU, Device, as_device
+from .device import CPU, Device, as_device, mismatch_error
 from .dtypes import DType
 
 
@@ -26,10 +29,7 @@ class Size(tuple):
         return f"teachgrad.Size({list(self)})"
 
     def numel(self) -> int:
-        n = 1
-        for s in self:
-            n *= s
-        return n
+        return math.prod(self)
 
 
 class _RemovableHandle:
@@ -47,6 +47,10 @@ class Tensor:
     """A multi-dimensional array with autograd, API after ``torch.Tensor``."""
 
     __array_priority__ = 1000  # numpy defers `ndarray * tensor` to us
+    # A fixed set of fields (no per-tensor __dict__): tensors are made by the
+    # thousand, and this makes each one smaller and quicker to make and to read.
+    __slots__ = ("_array", "_backend", "device", "dtype", "requires_grad", "grad", "grad_fn",
+                 "_output_nr", "_version", "_accumulate_node", "_retains_grad", "__weakref__")
 
     def __init__(self, data: Any = (), dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:
@@ -97,15 +101,16 @@ class Tensor:
         return self.ndim
 
     def numel(self) -> int:
-        n = 1
-        for s in self._array.shape:
-            n *= s
-        return n
+        return math.prod(self._array.shape)
 
     def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self._array.shape[0]
+
+    def is_contiguous(self) -> bool:
+        """Whether the elements sit in row-major order in memory (``x.T`` usually does not)."""
+        return self._backend.is_contiguous(self._array)
 
     @property
     def is_leaf(self) -> bool:
@@ -259,7 +264,6 @@ class Tensor:
 
     def backward(self, gradient: "Tensor | None" = None, retain_graph: bool = False) -> None:
         """Backpropagate from this tensor, adding gradients into every leaf's ``.grad``."""
-        from .autograd.engine import run_backward
         run_backward(self, gradient, retain_graph)
 
     def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> _RemovableHandle:
@@ -283,6 +287,7 @@ class Tensor:
             if me is not None:
                 me.grad = grad.clone() if me.grad is None else me.grad + grad
 
+        keep.retains_grad = True  # the engine runs this hook after the user's ones
         self.register_hook(keep)
         self._retains_grad = True
 
@@ -317,18 +322,9 @@ class Tensor:
         self._version += 1
 
     def _inplace(self, result: "Tensor") -> "Tensor":
+        """Copy an already computed ``result`` into this tensor's storage."""
         self._check_inplace()
-        if tuple(result.shape) != tuple(self.shape):
-            raise RuntimeError(
-                f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-                f"{list(result.shape)} of an in-place operation"
-            )
-        if not dtypes.can_cast(result.dtype, self.dtype):
-            raise RuntimeError(
-                f"result type {result.dtype} can't be cast to the desired output type "
-                f"{self.dtype} of an in-place operation. Fix: convert first "
-                f"(t = t.float()) or use the out-of-place form."
-            )
+        self._check_inplace_result(tuple(result.shape), result.dtype)
         self._backend.setitem(self._array, (Ellipsis,), result.to(self.dtype)._array)
         self._version += 1
         return self
@@ -355,29 +351,67 @@ class Tensor:
     def zero_(self) -> "Tensor":
         return self.fill_(0)
 
+    def _inplace_binary(self, op: str, other: Any) -> "Tensor":
+        """``self = self op other``, written straight into this tensor's storage."""
+        from .ops.dispatch import broadcast_shapes, prepare_binary
+
+        self._check_inplace()
+        if grad_mode._enabled and isinstance(other, Tensor) and other.requires_grad:
+            raise RuntimeError(
+                "an in-place operation with a tensor that requires grad would have to join the "
+                "graph, which teachgrad does not support. Fix: use the out-of-place form "
+                "(y = y + w), or do it under tg.no_grad() if no gradient should flow."
+            )
+        a, b = prepare_binary(self, other, op, float_result=op == "div")  # checks operands
+        if isinstance(b, Tensor):
+            _common_device([self, b], op)
+            shape = broadcast_shapes(tuple(self.shape), tuple(b.shape), op)
+            self._check_inplace_result(shape, b.dtype)
+            operand = b.to(self.dtype)._array  # backends compute in one dtype: this one's
+        else:
+            self._check_inplace_result(tuple(self.shape), a.dtype)
+            operand = b
+        self._backend.binary_inplace(op, self._array, operand)
+        self._version += 1
+        return self
+
+    def _check_inplace_result(self, shape: tuple, dtype: DType) -> None:
+        """An in-place result must keep this tensor's shape and fit in its dtype."""
+        if tuple(shape) != tuple(self.shape):
+            raise RuntimeError(
+                f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                f"{list(shape)} of an in-place operation"
+            )
+        if not dtypes.can_cast(dtype, self.dtype):
+            raise RuntimeError(
+                f"result type {dtype} can't be cast to the desired output type "
+                f"{self.dtype} of an in-place operation. Fix: convert first "
+                f"(t = t.float()) or use the out-of-place form."
+            )
+
     def __iadd__(self, other: Any) -> "Tensor":
-        return self._inplace(self + other)
+        return self._inplace_binary("add", other)
 
     def __isub__(self, other: Any) -> "Tensor":
-        return self._inplace(self - other)
+        return self._inplace_binary("sub", other)
 
     def __imul__(self, other: Any) -> "Tensor":
-        return self._inplace(self * other)
+        return self._inplace_binary("mul", other)
 
     def __itruediv__(self, other: Any) -> "Tensor":
-        return self._inplace(self / other)
+        return self._inplace_binary("div", other)
 
     def add_(self, other: Any, alpha: float = 1) -> "Tensor":
-        return self._inplace(self + (other * alpha if alpha != 1 else other))
+        return self._inplace_binary("add", other * alpha if alpha != 1 else other)
 
     def sub_(self, other: Any, alpha: float = 1) -> "Tensor":
-        return self._inplace(self - (other * alpha if alpha != 1 else other))
+        return self._inplace_binary("sub", other * alpha if alpha != 1 else other)
 
     def mul_(self, other: Any) -> "Tensor":
-        return self._inplace(self * other)
+        return self._inplace_binary("mul", other)
 
     def div_(self, other: Any) -> "Tensor":
-        return self._inplace(self / other)
+        return self._inplace_binary("div", other)
 
     def clamp_(self, min: Any = None, max: Any = None) -> "Tensor":
         return self._inplace(self.clamp(min, max))
@@ -405,38 +439,21 @@ class Tensor:
 
 # Functions the engine and ops need that would otherwise import in a circle ---------
 
+# autograd.function needs the Tensor class but is imported before it exists (this
+# module imports it), so the class is handed over here, once.
+_function_module.Tensor = Tensor
+
+
+# Functions the engine and ops need that would otherwise import in a circle ---------
+
 def _common_device(tensors: Iterable[Tensor], op: str) -> Device:
     device = None
     for t in tensors:
         if device is None:
             device = t.device
         elif t.device != device:
-            raise RuntimeError(
-                f"Expected all tensors to be on the same device, but found at least two "
-                f"devices, {device} and {t.device} (in {op}). Fix: move one with "
-                f".to('{device}') or .to('{t.device}') first."
-            )
+            raise mismatch_error(device, t.device, op)
     return device if device is not None else CPU
-
-
-def _wrap_output(out: Any, device: Device, inputs: tuple) -> Tensor:
-    """Make a fresh output tensor from what a Function's forward returned."""
-    if isinstance(out, Tensor):
-        if any(out is a for a in inputs):  # forward returned an input: give a new handle
-            return Tensor._make(out._array, out._backend, out.device)
-        if out.grad_fn is not None or out.requires_grad:
-            out = out.detach()
-        return out
-    return Tensor._make(out, get_backend(device.type), device)
-
-
-def ones_like_tensor(t: Tensor) -> Tensor:
-    return Tensor._make(t._backend.full(tuple(t.shape), 1, t.dtype.numpy), t._backend, t.device)
-
-
-def zeros_like_meta(shape: tuple, dtype: DType, device: Device) -> Tensor:
-    backend = get_backend(device.type)
-    return Tensor._make(backend.full(tuple(shape), 0, dtype.numpy), backend, device)
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -445,9 +462,14 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     if isinstance(data, Tensor):
         arr = data.detach()._host()
     else:
-        arr = np.array(data)
+        ragged = (f"can't make a tensor from {type(data).__name__}: the nesting is ragged or "
+                  "the items are not numbers")
+        try:
+            arr = np.array(data)
+        except ValueError:  # numpy refuses ragged nested lists
+            raise TypeError(ragged) from None
         if arr.dtype == object:
-            raise TypeError(f"can't make a tensor from {type(data).__name__}: the nesting is ragged or the items are not numbers")
+            raise TypeError(ragged)
     if dtype is not None:
         want = dtypes.get_dtype(dtype)
     elif arr.dtype.kind == "f" and not isinstance(data, np.ndarray):

@@ -14,17 +14,19 @@ same rule PyTorch's engine follows.
 from __future__ import annotations
 
 import heapq
+import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from . import grad_mode
+from ..backends import get_backend
+from . import function, grad_mode
 from .function import FREED_GRAPH_MESSAGE, AccumulateGrad, Node
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tensor import Tensor
 
 
-@dataclass
+@dataclass(slots=True)
 class BackwardStep:
     """What one step of backprop did (plain data for viewers and tests).
 
@@ -39,6 +41,8 @@ class BackwardStep:
             tensor used by two operations).
         leaf: for an ``AccumulateGrad`` step, the leaf tensor whose ``.grad`` was
             updated (its new value is ``leaf.grad``).
+        pending: how many nodes are ready to run after this one; 0 means this
+            was the last step (a viewer can tell backprop is finished).
     """
 
     index: int
@@ -48,6 +52,7 @@ class BackwardStep:
     accumulated: tuple = ()
     leaf: Any = None
     rule: str = field(default="")
+    pending: int = 0
 
 
 def _sum_to_shape(grad: "Tensor", shape: tuple[int, ...], node: Any, i: int) -> "Tensor":
@@ -70,9 +75,14 @@ def _sum_to_shape(grad: "Tensor", shape: tuple[int, ...], node: Any, i: int) -> 
     return grad.reshape(shape) if lead else grad
 
 
-def _check_roots(tensors: Sequence["Tensor"], grads: Sequence[Any]) -> list:
-    from ..tensor import Tensor, ones_like_tensor
+def _filled(shape: tuple, value: float, dtype: Any, device: Any) -> "Tensor":
+    """A new tensor of ``shape`` holding ``value`` everywhere (outside any graph)."""
+    backend = get_backend(device.type)
+    return function.Tensor._make(backend.full(tuple(shape), value, dtype.numpy), backend, device)
 
+
+def _check_roots(tensors: Sequence["Tensor"], grads: Sequence[Any]) -> list:
+    """Each root with the gradient backprop starts from (ones for a scalar loss)."""
     checked = []
     for t, g in zip(tensors, grads):
         if not t.requires_grad:
@@ -88,28 +98,36 @@ def _check_roots(tensors: Sequence["Tensor"], grads: Sequence[Any]) -> list:
                     f"has shape {list(t.shape)}. Fix: reduce it first (loss.sum() or "
                     "loss.mean()), or pass gradient= with a tensor of the same shape."
                 )
-            g = ones_like_tensor(t)
-        elif not isinstance(g, Tensor):
+            g = _filled(t._array.shape, 1, t.dtype, t.device)  # d(loss)/d(loss) = 1
+        elif not isinstance(g, function.Tensor):
             raise TypeError(f"gradient must be a tensor, not {type(g).__name__}")
         elif g.shape != t.shape:
             raise RuntimeError(
                 f"gradient has shape {list(g.shape)} but the tensor has shape {list(t.shape)}: "
                 "they must match"
             )
-        checked.append((t, g.detach()))
+        else:
+            g = g.detach()  # the caller's tensor, used outside any graph
+        checked.append((t, g))
     return checked
 
 
 def _dependencies(roots: list) -> dict[Any, int]:
-    """How many edges lead into each node reachable from the roots."""
+    """How many edges lead into each node reachable from the roots.
+
+    Also refuses a graph that an earlier backward already freed, before any
+    gradient is computed (PyTorch notices only when a freed saved tensor is read).
+    """
     deps: dict[Any, int] = {}
     seen = set()
-    stack = [node for node, _ in roots]
+    stack = [node for node, _, _ in roots]
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
+        if isinstance(node, Node) and node.ctx._saved is None:
+            raise RuntimeError(FREED_GRAPH_MESSAGE)
         for nxt, _ in node.next_functions:
             if nxt is not None:
                 deps[nxt] = deps.get(nxt, 0) + 1
@@ -127,9 +145,7 @@ def backward_steps(
     Everything is checked before the first step runs, so a mistake leaves no
     gradient half-written.
     """
-    from ..tensor import Tensor
-
-    if isinstance(tensors, Tensor):
+    if isinstance(tensors, function.Tensor):
         tensors = [tensors]
         grad_tensors = [grad_tensors]
     elif grad_tensors is None:
@@ -137,32 +153,53 @@ def backward_steps(
     roots = []
     for t, g in _check_roots(tensors, grad_tensors):
         node = t.grad_fn if t.grad_fn is not None else t._accumulator()
-        if isinstance(node, Node) and node.ctx._saved is None:
-            raise RuntimeError(FREED_GRAPH_MESSAGE)
         roots.append((node, t._output_nr, g))
-    return _run(roots, retain_graph)
+    return _run(roots, _dependencies(roots), retain_graph)
 
 
-def _run(roots: list, retain_graph: bool) -> Iterator[BackwardStep]:
-    deps = _dependencies([(n, i) for n, i, _ in roots])
+class _ReadyQueue:
+    """Nodes whose incoming gradients are complete, in the order they will run.
+
+    The most recently created node first (leaves, whose sequence is infinite,
+    before everything); nodes that tie run in the order they became ready, so
+    the same graph always steps in the same order.
+    """
+
+    def __init__(self) -> None:
+        self._heap: list = []
+        self._arrivals = itertools.count()
+
+    def push(self, node: Any) -> None:
+        heapq.heappush(self._heap, (-node.sequence, next(self._arrivals), node))
+
+    def pop(self) -> Any:
+        return heapq.heappop(self._heap)[2]
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+def _run(roots: list, deps: dict[Any, int], retain_graph: bool) -> Iterator[BackwardStep]:
     buffers: dict[Any, list] = {}
-    ready: list = []
+    ready = _ReadyQueue()
     queued: set[int] = set()
     for node, nr, g in roots:
         buf = buffers.setdefault(node, [None] * node.num_outputs)
         buf[nr] = g if buf[nr] is None else buf[nr] + g
         if deps.get(node, 0) == 0 and id(node) not in queued:
             queued.add(id(node))
-            heapq.heappush(ready, (-node.sequence, id(node), node))
+            ready.push(node)
 
     index = 0
     while ready:
-        _, _, node = heapq.heappop(ready)
+        node = ready.pop()
         grads = buffers.pop(node)
-        grads = _run_pre_hooks(node, grads)
+        if node.pre_hooks:
+            grads = _run_pre_hooks(node, grads)
         if isinstance(node, AccumulateGrad):
             _accumulate(node.variable, grads[0])
-            yield BackwardStep(index, node, tuple(grads), leaf=node.variable, rule=node.rule)
+            yield BackwardStep(index, node, tuple(grads), leaf=node.variable, rule=node.rule,
+                               pending=len(ready))
             index += 1
             continue
 
@@ -174,7 +211,9 @@ def _run(roots: list, retain_graph: bool) -> Iterator[BackwardStep]:
             if nxt is None:
                 accumulated.append(False)
                 continue
-            buf = buffers.setdefault(nxt, [None] * nxt.num_outputs)
+            buf = buffers.get(nxt)
+            if buf is None:
+                buf = buffers[nxt] = [None] * nxt.num_outputs
             if g is not None:
                 accumulated.append(buf[nr] is not None)
                 buf[nr] = g if buf[nr] is None else buf[nr] + g
@@ -182,16 +221,17 @@ def _run(roots: list, retain_graph: bool) -> Iterator[BackwardStep]:
                 accumulated.append(False)
             deps[nxt] -= 1
             if deps[nxt] == 0:
-                if all(b is None for b in buffers[nxt]):
+                if all(b is None for b in buf):
                     buffers.pop(nxt)  # no gradient reached it: it has nothing to do
                     _release_unreached(nxt, deps, buffers, ready)
                 else:
-                    heapq.heappush(ready, (-nxt.sequence, id(nxt), nxt))
-        yield BackwardStep(index, node, tuple(grads), tuple(grad_inputs), tuple(accumulated), rule=node.rule)
+                    ready.push(nxt)
+        yield BackwardStep(index, node, tuple(grads), tuple(grad_inputs), tuple(accumulated),
+                           rule=node.rule, pending=len(ready))
         index += 1
 
 
-def _release_unreached(node: Any, deps: dict, buffers: dict, ready: list) -> None:
+def _release_unreached(node: Any, deps: dict, buffers: dict, ready: _ReadyQueue) -> None:
     """A node that received only ``None`` still counts as done for its inputs."""
     for nxt, _ in node.next_functions:
         if nxt is None:
@@ -199,7 +239,7 @@ def _release_unreached(node: Any, deps: dict, buffers: dict, ready: list) -> Non
         deps[nxt] -= 1
         if deps[nxt] == 0:
             if nxt in buffers and any(b is not None for b in buffers[nxt]):
-                heapq.heappush(ready, (-nxt.sequence, id(nxt), nxt))
+                ready.push(nxt)
             else:
                 buffers.pop(nxt, None)
                 _release_unreached(nxt, deps, buffers, ready)
@@ -207,7 +247,8 @@ def _release_unreached(node: Any, deps: dict, buffers: dict, ready: list) -> Non
 
 def _run_pre_hooks(node: Any, grads: list) -> list:
     for nr, hooks in node.pre_hooks.items():
-        for hook in list(hooks):
+        # retain_grad's hook goes last, so .grad shows what the other hooks made of it
+        for hook in sorted(hooks, key=lambda h: getattr(h, "retains_grad", False)):
             if grads[nr] is None:
                 continue
             new = hook(grads[nr])
@@ -217,12 +258,13 @@ def _run_pre_hooks(node: Any, grads: list) -> list:
 
 
 def _call_backward(node: Node, grads: list) -> tuple:
-    from ..tensor import zeros_like_meta
-
-    if node.ctx.materialize_grads:
-        grads = [g if g is not None else zeros_like_meta(*meta)
-                 for g, meta in zip(grads, node.output_meta)]
-    previous = grad_mode._set(False)
+    # (a node with one output runs only once that output has a gradient)
+    if node.ctx.materialize_grads and len(grads) > 1 and any(g is None for g in grads):
+        # an output nobody used: its gradient is zeros
+        grads = [g if g is not None else _filled(shape, 0, dtype, device)
+                 for g, (shape, dtype, device) in zip(grads, node.output_meta)]
+    previous = grad_mode._enabled
+    grad_mode._enabled = False  # a backward's own tensor operations are not recorded
     try:
         out = node.function.backward(node.ctx, *grads)
     finally:
@@ -239,27 +281,27 @@ def _call_backward(node: Node, grads: list) -> tuple:
                 f"function {node.name()} returned {len(out)} gradients, but its forward took "
                 f"{n_in} inputs: backward must return one gradient (or None) per input"
             )
-    return tuple(_validate(node, i, g) for i, g in enumerate(out))
+    return tuple([_validate(node, i, g) for i, g in enumerate(out)])
 
 
 def _validate(node: Node, i: int, g: Any) -> Any:
-    from ..tensor import Tensor
-
+    """Gradient ``i`` as its input needs it: summed back to the input's shape, in its dtype."""
     nxt, _ = node.next_functions[i]
     if g is None or nxt is None:
         return None
-    if not isinstance(g, Tensor):
+    if not isinstance(g, function.Tensor):
         raise TypeError(
             f"function {node.name()} returned a {type(g).__name__} as gradient {i}: "
             "gradients must be tensors (or None)"
         )
     shape, dtype, device = node.input_meta[i]
-    if g.device != device:
+    if g.device is not device and g.device != device:
         raise RuntimeError(
             f"function {node.name()} returned a gradient on {g.device} for input {i}, "
             f"which lives on {device}"
         )
-    g = _sum_to_shape(g, shape, node, i)
+    if g._array.shape != shape:
+        g = _sum_to_shape(g, shape, node, i)
     if g.dtype is not dtype:
         g = g.to(dtype)
     return g
@@ -268,9 +310,20 @@ def _validate(node: Node, i: int, g: Any) -> Any:
 def _accumulate(leaf: "Tensor", grad: "Tensor") -> None:
     """``leaf.grad += grad``, keeping the ``.grad`` object and never aliasing ``grad``."""
     if leaf.grad is None:
-        leaf.grad = grad.detach().clone()
+        leaf.grad = function.Tensor._make(_own_copy(grad), grad._backend, grad.device)
     else:
         leaf.grad._set_array(leaf.grad._backend.binary("add", leaf.grad._array, grad._array))
+
+
+def _own_copy(grad: "Tensor") -> Any:
+    """A row-major (C-contiguous) copy of ``grad``'s array that nothing else holds.
+
+    A gradient can be a transposed view (the backward of ``W.T``); stored as is,
+    every optimizer step would walk it against the parameter's layout, slowly.
+    """
+    backend = grad._backend
+    dense = backend.contiguous(grad._array)
+    return dense if dense is not grad._array else backend.astype(dense, grad.dtype.numpy)
 
 
 def run_backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool = False) -> None:

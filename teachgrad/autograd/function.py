@@ -9,14 +9,18 @@ of the inputs. That node is the tensor's ``grad_fn``.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
+from ..backends import get_backend
+from ..device import CPU, Device, mismatch_error
 from . import grad_mode
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..tensor import Tensor
+#: ``teachgrad.tensor.Tensor``, set by that module as soon as the class exists
+#: (it imports this module, so this module cannot import it back at load time).
+Tensor: Any = None
 
 _sequence = itertools.count()  # creation order of nodes: later nodes run first in backward
+SMALL_OUTPUT = 16  # outputs with at most this many elements keep their values for the graph view
 
 FREED_GRAPH_MESSAGE = (
     "Trying to backward through the graph a second time (or to use saved tensors after "
@@ -33,16 +37,19 @@ class Context:
     backward can skip work nobody asked for.
     """
 
-    def __init__(self) -> None:
-        self.needs_input_grad: tuple[bool, ...] = ()
-        self._saved: tuple | None = ()
-        self._saved_versions: tuple = ()
-        self._non_differentiable: set[int] = set()
-        self.materialize_grads = True
+    # Defaults live on the class: most operations never change them, and an
+    # operation that does gets its own value on its own context.
+    needs_input_grad: tuple[bool, ...] = ()
+    materialize_grads = True
+    _recording = True  # False when no graph is being recorded: saving is then skipped
+    _saved: tuple | None = ()
+    _saved_versions: tuple = ()
+    _non_differentiable: frozenset[int] = frozenset()
 
     def save_for_backward(self, *tensors: Any) -> None:
         """Keep ``tensors`` for backward (freed after it unless ``retain_graph``)."""
-        from ..tensor import Tensor
+        if not self._recording:
+            return  # nothing will run backward on this operation
         self._saved = tensors
         self._saved_versions = tuple(t._version if isinstance(t, Tensor) else None for t in tensors)
 
@@ -50,7 +57,6 @@ class Context:
     def saved_tensors(self) -> tuple:
         if self._saved is None:
             raise RuntimeError(FREED_GRAPH_MESSAGE)
-        from ..tensor import Tensor
         for i, (t, v) in enumerate(zip(self._saved, self._saved_versions)):
             if isinstance(t, Tensor) and t._version != v:
                 raise RuntimeError(
@@ -63,7 +69,7 @@ class Context:
 
     def mark_non_differentiable(self, *tensors: "Tensor") -> None:
         """Outputs listed here never require grad (e.g. the indices of ``max``)."""
-        self._non_differentiable.update(id(t) for t in tensors)
+        self._non_differentiable = self._non_differentiable | {id(t) for t in tensors}
 
     def set_materialize_grads(self, value: bool) -> None:
         """With False, backward receives ``None`` instead of zeros for unused outputs."""
@@ -84,16 +90,16 @@ class Node:
     __slots__ = ("function", "ctx", "next_functions", "input_meta", "num_outputs",
                  "output_meta", "sequence", "pre_hooks", "output_values", "__weakref__")
 
-    def __init__(self, function: type["Function"], ctx: Context) -> None:
+    def __init__(self, function: type["Function"], ctx: Context, inputs: tuple, outputs: tuple) -> None:
         self.function = function
         self.ctx = ctx
-        self.next_functions: tuple[tuple[Any, int], ...] = ()
-        self.input_meta: tuple = ()  # (shape, dtype, device) per input, None for non-tensors
-        self.num_outputs = 1
-        self.output_meta: tuple = ()  # (shape, dtype, device) per output
+        self.next_functions: tuple[tuple[Any, int], ...] = tuple(map(_edge_of, inputs))
+        self.input_meta = tuple(map(_meta, inputs))  # (shape, dtype, device), None for non-tensors
+        self.num_outputs = len(outputs)
+        self.output_meta = tuple(map(_meta, outputs))
         self.sequence = next(_sequence)
         self.pre_hooks: dict[int, list[Callable]] = {}  # output index -> tensor hooks
-        self.output_values: tuple = ()  # small outputs' arrays, kept for the graph view
+        self.output_values = tuple(map(_small_values, outputs))  # kept for the graph view
 
     def name(self) -> str:
         return self.function.__name__ + "Backward"
@@ -101,7 +107,7 @@ class Node:
     @property
     def rule(self) -> str:
         """The derivative rule of this operation, as one line of text."""
-        return getattr(self.function, "rule", "") or "(custom Function: see its backward)"
+        return self.function.rule or "(custom Function: see its backward)"
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"
@@ -127,13 +133,28 @@ class AccumulateGrad:
         return f"<AccumulateGrad object at {id(self):#x}>"
 
 
-def _edge_of(t: Any) -> tuple[Any, int] | None:
-    """Where the gradient of input ``t`` must go, or None."""
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._output_nr)
-    if t.requires_grad:
-        return (t._accumulator(), 0)
-    return None
+_NO_EDGE = (None, 0)
+
+
+def _edge_of(arg: Any) -> tuple[Any, int]:
+    """Where the gradient of input ``arg`` must go: (node, which of its outputs) or no edge."""
+    if not isinstance(arg, Tensor):
+        return _NO_EDGE
+    if arg.grad_fn is not None:
+        return (arg.grad_fn, arg._output_nr)
+    if arg.requires_grad:
+        return (arg._accumulator(), 0)
+    return _NO_EDGE
+
+
+def _meta(arg: Any) -> tuple | None:
+    """(shape, dtype, device) of a tensor argument, for checking the gradients it gets."""
+    return (arg._array.shape, arg.dtype, arg.device) if isinstance(arg, Tensor) else None
+
+
+def _small_values(output: Any) -> Any:
+    """The array of a small output (the graph view shows its values), else None."""
+    return output._array if output.numel() <= SMALL_OUTPUT else None
 
 
 class _FunctionMeta(type):
@@ -182,44 +203,72 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        from ..tensor import Tensor, _common_device, _wrap_output
-
-        tensor_args = [a for a in args if isinstance(a, Tensor)]
-        device = _common_device(tensor_args, cls.__name__)
-        ctx = Context()
-        needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        """Run ``forward`` on the arguments; when recording, leave a Node for backward."""
+        device, backend, needs = _inspect_inputs(args, cls.__name__)
         record = grad_mode._enabled and any(needs)
+        ctx = Context()
         ctx.needs_input_grad = needs
-        ctx.backend = tensor_args[0]._backend if tensor_args else None
+        ctx.backend = backend
+        if not record:
+            ctx._recording = False
 
-        previous = grad_mode._set(False)
+        previous = grad_mode._enabled
+        grad_mode._enabled = False  # forward's own tensor operations are not recorded
         try:
             raw = cls.forward(ctx, *args, **kwargs)
         finally:
             grad_mode._enabled = previous
 
         is_tuple = isinstance(raw, tuple)
-        outputs = tuple(_wrap_output(o, device, args) for o in (raw if is_tuple else (raw,)))
+        if is_tuple:
+            outputs = tuple(_as_output(o, device, backend, args) for o in raw)
+        else:
+            outputs = (_as_output(raw, device, backend, args),)
         if record:
-            node = Node(cls, ctx)
-            node.next_functions = tuple(
-                (_edge_of(a) or (None, 0)) if isinstance(a, Tensor) else (None, 0) for a in args
-            )
-            node.input_meta = tuple(
-                (a.shape, a.dtype, a.device) if isinstance(a, Tensor) else None for a in args
-            )
-            node.num_outputs = len(outputs)
-            node.output_meta = tuple((o.shape, o.dtype, o.device) for o in outputs)
-            node.output_values = tuple(o._array if o.numel() <= 16 else None for o in outputs)
-            for i, o in enumerate(outputs):
-                if id(o) in ctx._non_differentiable or not o.dtype.is_floating_point:
-                    continue
-                o.grad_fn = node
-                o.requires_grad = True
-                o._output_nr = i
+            _record(cls, ctx, args, outputs)
         else:
             ctx._free()  # nothing will call backward: don't hold on to saved tensors
         return outputs if is_tuple else outputs[0]
+
+
+def _inspect_inputs(args: tuple, op: str) -> tuple[Device, Any, tuple[bool, ...]]:
+    """One pass over the arguments: their common device (an error naming both if there are
+    two), the backend that computes on them, and which arguments want a gradient."""
+    device = backend = None
+    needs = []
+    for a in args:
+        if isinstance(a, Tensor):
+            if device is None:
+                device, backend = a.device, a._backend
+            elif a.device is not device and a.device != device:
+                raise mismatch_error(device, a.device, op)
+            needs.append(a.requires_grad)
+        else:
+            needs.append(False)
+    if device is None:  # no tensor arguments at all
+        device = CPU
+        backend = get_backend(device.type)
+    return device, backend, tuple(needs)
+
+
+def _as_output(out: Any, device: Device, backend: Any, inputs: tuple) -> Any:
+    """A fresh output tensor from what forward returned (a backend array or a tensor)."""
+    if not isinstance(out, Tensor):  # an array made by ``backend`` (built-in operations)
+        return Tensor._make(out, backend, device)
+    if any(out is a for a in inputs):  # forward returned an input: give it a new handle
+        return Tensor._make(out._array, out._backend, out.device)
+    return out.detach() if out.grad_fn is not None or out.requires_grad else out
+
+
+def _record(fn: type[Function], ctx: Context, args: tuple, outputs: tuple) -> None:
+    """Leave a Node in the graph: the outputs' ``grad_fn``, with an edge per input."""
+    node = Node(fn, ctx, args, outputs)
+    for i, o in enumerate(outputs):
+        if id(o) in ctx._non_differentiable or not o.dtype.is_floating_point:
+            continue
+        o.grad_fn = node
+        o.requires_grad = True
+        o._output_nr = i
 
 
 class FunctionCtx(Context):

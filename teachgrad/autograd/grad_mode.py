@@ -27,6 +27,17 @@ class _GradMode:
 
     mode = True
 
+    def __new__(cls, *args: Any) -> Any:
+        if cls is set_grad_enabled or not args:
+            return super().__new__(cls)
+        # a bare decorator (`@tg.no_grad`, no parentheses) passes the function itself
+        if len(args) == 1 and callable(args[0]):
+            return cls()(args[0])
+        raise TypeError(
+            f"{cls.__name__}() takes no arguments: use `with tg.{cls.__name__}():`, "
+            f"`@tg.{cls.__name__}()` or `@tg.{cls.__name__}`"
+        )
+
     def __enter__(self) -> None:
         self._previous = _set(self.mode)
 
@@ -72,3 +83,8 @@ class set_grad_enabled(_GradMode):
 
     def __enter__(self) -> None:
         pass
+
+    def __call__(self, fn: F) -> F:
+        # as a decorator it must not leave the mode switched: undo the call's switch
+        _set(self._previous)
+        return super().__call__(fn)

@@ -132,6 +132,14 @@ class Backend(ABC):
     def contiguous(self, x: Array) -> Array:
         """A C-contiguous copy (or ``x`` itself when it already is)."""
 
+    def is_contiguous(self, x: Array) -> bool:
+        """Whether ``x``'s elements sit in row-major order, back to back (a view may not).
+
+        This default asks :meth:`contiguous`, which copies when the answer is no;
+        a backend that can read the layout directly overrides it.
+        """
+        return self.contiguous(x) is x
+
     @abstractmethod
     def concatenate(self, xs: Sequence[Array], axis: int) -> Array:
         """Join arrays of equal dtype along an existing axis."""
@@ -154,6 +162,15 @@ class Backend(ABC):
         """In place: ``x[index] = value`` (broadcasting ``value``)."""
 
     # -- helpers shared by every backend --------------------------------------
+    def binary_inplace(self, op: str, x: Array, other: Array | Scalar) -> None:
+        """In place: ``x = x op other``. ``other`` (an array of ``x``'s dtype, or a Python
+        scalar) broadcasts to ``x``'s shape; the tensor layer has checked both already.
+
+        This default computes the result and copies it in; a backend can override it
+        to write straight into ``x`` (no temporary array: optimizer steps use this).
+        """
+        self.setitem(x, (Ellipsis,), self.binary(op, x, other))
+
     def zeros(self, shape: tuple[int, ...], dtype: np.dtype) -> Array:
         return self.full(shape, 0, dtype)
 

@@ -8,7 +8,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import Array, Backend, Scalar
+from .base import COMPARISONS, Array, Backend, Scalar
+
+_COMPARISONS = frozenset(COMPARISONS)
 
 _UNARY = {
     "neg": np.negative,
@@ -38,6 +40,15 @@ _BINARY = {
 }
 
 
+_REDUCE = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+
+
+def _array(x: Array) -> np.ndarray:
+    """numpy turns 0-d results into scalars (``np.exp(np.array(1.0))`` is a float64);
+    the backend contract is arrays, so wrap them back."""
+    return x if type(x) is np.ndarray else np.asarray(x)
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     # split by sign so exp never overflows: 1/(1+e^-x) for x>=0, e^x/(1+e^x) otherwise
     e = np.exp(-np.abs(x))
@@ -55,25 +66,30 @@ class NumpyBackend(Backend):
         return np.array(x, copy=True)
 
     def full(self, shape, value, dtype):
-        return np.full(shape, value, dtype=dtype)
+        out = np.empty(shape, dtype=dtype)  # (what np.full does, minus its Python wrapper)
+        out.fill(value)
+        return out
 
     def unary(self, op: str, x: Array) -> Array:
         if op == "sigmoid":
             return _sigmoid(x)
         if op == "relu":
-            return np.maximum(x, 0).astype(x.dtype, copy=False)
+            return _array(np.maximum(x, 0).astype(x.dtype, copy=False))
         if op == "step":
-            return (x > 0).astype(x.dtype)
-        return _UNARY[op](x)
+            return _array((x > 0).astype(x.dtype))
+        return _array(_UNARY[op](x))
 
     def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:
-        out = _BINARY[op](a, b)
+        out = _array(_BINARY[op](a, b))
         # numpy may widen `int_array ** negative` etc.; keep the operand dtype
-        if op not in ("eq", "ne", "lt", "le", "gt", "ge"):
+        if op not in _COMPARISONS:
             ref = a if isinstance(a, np.ndarray) else b
-            if out.dtype != ref.dtype:
+            if out.dtype is not ref.dtype and out.dtype != ref.dtype:
                 out = out.astype(ref.dtype)
         return out
+
+    def binary_inplace(self, op, x, other):
+        _BINARY[op](x, other, out=x)  # the ufunc writes into x: no temporary array
 
     def where(self, cond, a, b):
         out = np.where(cond, a, b)
@@ -86,8 +102,10 @@ class NumpyBackend(Backend):
         return x.astype(dtype)
 
     def reduce(self, op, x, axes, keepdims):
-        fn = {"sum": np.sum, "max": np.max, "min": np.min}[op]
-        return np.asarray(fn(x, axis=axes, keepdims=keepdims))
+        if op == "sum" and x.dtype == np.bool_:
+            x = x.astype(np.int64)  # count the Trues (np.add on bools would be a logical or)
+        # the ufuncs' own reduce: what np.sum/np.max call, minus their Python wrappers
+        return _array(_REDUCE[op].reduce(x, axis=axes, keepdims=keepdims))
 
     def arg_reduce(self, op, x, axis, keepdims):
         fn = np.argmax if op == "argmax" else np.argmin
@@ -97,16 +115,19 @@ class NumpyBackend(Backend):
         return np.asarray(out, dtype=np.int64)
 
     def matmul(self, a, b):
-        return np.matmul(a, b)
+        return _array(np.matmul(a, b))
 
     def reshape(self, x, shape):
-        return np.reshape(x, shape)
+        return x.reshape(shape)
 
     def permute(self, x, axes):
-        return np.transpose(x, axes)
+        return x.transpose(axes)
 
     def broadcast_to(self, x, shape):
         return np.broadcast_to(x, shape)
+
+    def is_contiguous(self, x):
+        return x.flags.c_contiguous
 
     def contiguous(self, x):
         # (np.ascontiguousarray would turn a 0-d array into a 1-d one)

@@ -94,16 +94,21 @@ def normalize_dim(dim: int, ndim: int) -> int:
 
 
 def normalize_dims(dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...] | None:
-    """``dim`` as a sorted tuple of non-negative axes, or None for 'all of them'."""
+    """``dim`` as a sorted tuple of non-negative axes, or None for 'all of them'.
+
+    An empty ``dim`` (``()`` or ``[]``) also means all of them, as in PyTorch.
+    """
     if dim is None:
         return None
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if not dims:
+        return None
     axes = tuple(sorted(normalize_dim(d, ndim) for d in dims))
     if len(set(axes)) != len(axes):
         raise RuntimeError(f"dim {dims} names the same dimension twice")
     return axes if ndim else ()
 
 
-def require_float(t: Tensor, op: str) -> Tensor:
+def require_float(t: Tensor) -> Tensor:
     """Integer/bool tensors become the default float dtype for float-valued ops (exp, log...)."""
     return t if t.dtype.is_floating_point else t.to(dtypes.get_default_dtype())

@@ -160,6 +160,18 @@ class Abs(Function):
         return grad * a.sign()
 
 
+class Sign(Function):
+    rule = "∂sign(a)/∂a = 0 (sign is flat wherever it has a slope)"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor):
+        return ctx.backend.unary("sign", a._array)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        return grad * 0
+
+
 class Sin(Function):
     rule = "∂sin a/∂a = cos a"
 

@@ -44,7 +44,7 @@ def neg(a: Tensor) -> Tensor:
 
 
 def _unary(fn: type, a: Tensor) -> Tensor:
-    return fn.apply(require_float(a, fn.__name__.lower()))
+    return fn.apply(require_float(a))
 
 
 def exp(a: Tensor) -> Tensor:
@@ -112,8 +112,8 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
 
 
 def sign(a: Tensor) -> Tensor:
-    """-1, 0 or 1 per element (not differentiable: its derivative is 0 almost everywhere)."""
-    return Tensor._make(a._backend.unary("sign", a._array), a._backend, a.device)
+    """-1, 0 or 1 per element; its gradient is 0 everywhere, as in PyTorch."""
+    return ew.Sign.apply(a)
 
 
 def _compare(op: str, a: Any, b: Any) -> Tensor:
@@ -217,8 +217,9 @@ def argmin(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("matmul needs two tensors")
-    if a.dtype is not b.dtype:
-        a, b = prepare_binary(a, b, "matmul")
+    if a.dtype is not b.dtype:  # promote (prepare_binary would check elementwise broadcasting)
+        dt = dtypes.promote_types(a.dtype, b.dtype)
+        a, b = a.to(dt), b.to(dt)
     _common_device([a, b], "matmul")
     linalg.check_matmul_shapes(a, b)
     return linalg.MatMul.apply(a, b)
@@ -237,11 +238,11 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
 
 
 def softmax(a: Tensor, dim: int) -> Tensor:
-    return activation.Softmax.apply(require_float(a, "softmax"), normalize_dim(dim, a.ndim))
+    return activation.Softmax.apply(require_float(a), normalize_dim(dim, a.ndim))
 
 
 def log_softmax(a: Tensor, dim: int) -> Tensor:
-    return activation.LogSoftmax.apply(require_float(a, "log_softmax"), normalize_dim(dim, a.ndim))
+    return activation.LogSoftmax.apply(require_float(a), normalize_dim(dim, a.ndim))
 
 
 # -- shapes ---------------------------------------------------------------------------
@@ -319,7 +320,10 @@ def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
 
 def t(a: Tensor) -> Tensor:
     if a.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but it has {a.ndim}. Fix: use transpose(dim0, dim1) or .mT")
+        raise RuntimeError(
+            f"t() expects a tensor with <= 2 dimensions, but it has {a.ndim}. "
+            "Fix: use transpose(dim0, dim1) or .mT"
+        )
     return a if a.ndim < 2 else transpose(a, 0, 1)
 
 
@@ -330,16 +334,17 @@ def expand(a: Tensor, *shape: Any) -> Tensor:
             f"expand: the number of sizes provided ({len(shape)}) must be greater or equal "
             f"to the number of dimensions in the tensor ({a.ndim})"
         )
-    lead = len(shape) - a.ndim
-    full = tuple(a.shape[i - lead] if s == -1 else s for i, s in enumerate(shape))
-    for i, n in enumerate(a.shape):
+    current = tuple(a.shape)
+    lead = len(shape) - len(current)
+    full = tuple(current[i - lead] if s == -1 else s for i, s in enumerate(shape))
+    for i, n in enumerate(current):
         if n != 1 and n != full[lead + i]:
             raise RuntimeError(
                 f"The expanded size of the tensor ({full[lead + i]}) must match the existing size "
                 f"({n}) at non-singleton dimension {lead + i}. Target sizes: {list(shape)}. "
-                f"Tensor sizes: {list(a.shape)}"
+                f"Tensor sizes: {list(current)}"
             )
-    if full == tuple(a.shape):
+    if full == current:
         return a
     return sh.Expand.apply(a, full)
 

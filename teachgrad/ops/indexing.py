@@ -85,7 +85,8 @@ def getitem(t: Tensor, index: Any) -> Tensor:
 
 def setitem(t: Tensor, index: Any, value: Any) -> None:
     """``t[index] = value`` in place; allowed where PyTorch's leaf rules allow it."""
-    if grad_mode.is_grad_enabled() and (t.requires_grad or (isinstance(value, Tensor) and value.requires_grad)):
+    value_needs_grad = isinstance(value, Tensor) and value.requires_grad
+    if grad_mode.is_grad_enabled() and (t.requires_grad or value_needs_grad):
         if t.requires_grad and t.is_leaf:
             t._check_inplace()
         raise RuntimeError(
@@ -103,5 +104,23 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
     elif not isinstance(value, (int, float, bool)):
         from ..tensor import tensor
         value = tensor(value, dtype=t.dtype, device=t.device)._array
+    if not isinstance(value, (int, float, bool)):
+        _check_value_fits(t, idx, value)
     t._backend.setitem(t._array, idx, value)
     t._version += 1
+
+
+def _check_value_fits(t: Tensor, idx: tuple, value: Any) -> None:
+    """``t[idx] = value`` needs value to broadcast to the shape of ``t[idx]``."""
+    backend = t._backend
+    target = backend.shape(backend.getitem(t._array, idx))
+    given = backend.shape(value)
+    while len(given) > len(target) and given[0] == 1:  # extra leading 1s are fine (numpy too)
+        given = given[1:]
+    fits = len(given) <= len(target) and all(
+        g == 1 or g == n for g, n in zip(reversed(given), reversed(target)))
+    if not fits:
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(given)} cannot be broadcast to "
+            f"indexing result of shape {list(target)}"
+        )

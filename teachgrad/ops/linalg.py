@@ -37,16 +37,25 @@ class MatMul(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         a, b = ctx.saved_tensors
-        # a 1-D operand acts as a row (a) or a column (b): make that explicit first
+        # a 1-D operand acts as a row (a) or a column (b): make that explicit first,
+        # and give the gradient back the matching dimensions (b's first: 1-D @ 1-D is 0-d)
         a2 = a.unsqueeze(0) if a.ndim == 1 else a
         b2 = b.unsqueeze(-1) if b.ndim == 1 else b
-        g = grad.unsqueeze(-2) if a.ndim == 1 else grad
-        g = g.unsqueeze(-1) if b.ndim == 1 else g
+        g = grad.unsqueeze(-1) if b.ndim == 1 else grad
+        g = g.unsqueeze(-2) if a.ndim == 1 else g
         da = db = None
+        # An operand that is a transposed view (W.T in x @ W.T, as in a linear layer) gets
+        # its gradient computed transposed as well: then W's own gradient comes out
+        # row-major like W, instead of needing a slow transposing copy later.
         if ctx.needs_input_grad[0]:
-            da = g @ b2.mT
+            da = (b2 @ g.mT).mT if _is_transposed(a2) else g @ b2.mT
             da = da.squeeze(-2) if a.ndim == 1 else da
         if ctx.needs_input_grad[1]:
-            db = a2.mT @ g
+            db = (g.mT @ a2).mT if _is_transposed(b2) else a2.mT @ g
             db = db.squeeze(-1) if b.ndim == 1 else db
         return da, db
+
+
+def _is_transposed(t: Tensor) -> bool:
+    """True when ``t`` is the transpose of row-major data: its last two dims are swapped."""
+    return not t.is_contiguous() and t.mT.is_contiguous()

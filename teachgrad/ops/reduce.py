@@ -14,7 +14,7 @@ def _kept_shape(shape: tuple, axes: tuple | None) -> tuple:
 
 def _spread(grad: Tensor, ctx: Context) -> Tensor:
     """Give every reduced element the gradient of the value it went into."""
-    if not ctx.keepdim:
+    if not ctx.keepdim and ctx.axes is not None:  # (a full reduction's 0-d grad expands as is)
         grad = grad.reshape(_kept_shape(ctx.shape, ctx.axes))
     return grad.expand(ctx.shape)
 
@@ -24,7 +24,7 @@ class Sum(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, axes: tuple | None, keepdim: bool):
-        ctx.shape, ctx.axes, ctx.keepdim = tuple(a.shape), axes, keepdim
+        ctx.shape, ctx.axes, ctx.keepdim = a._array.shape, axes, keepdim
         return ctx.backend.reduce("sum", a._array, axes, keepdim)
 
     @staticmethod
@@ -37,7 +37,7 @@ class Mean(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, axes: tuple | None, keepdim: bool):
-        ctx.shape, ctx.axes, ctx.keepdim = tuple(a.shape), axes, keepdim
+        ctx.shape, ctx.axes, ctx.keepdim = a._array.shape, axes, keepdim
         n = 1
         for i, size in enumerate(a.shape):
             if axes is None or i in axes:
@@ -58,7 +58,7 @@ class Amax(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, axes: tuple | None, keepdim: bool, op: str = "max"):
-        ctx.shape, ctx.axes, ctx.keepdim = tuple(a.shape), axes, keepdim
+        ctx.shape, ctx.axes, ctx.keepdim = a._array.shape, axes, keepdim
         out = ctx.backend.reduce(op, a._array, axes, keepdim)
         ctx.save_for_backward(a)
         ctx.out = out

@@ -1,0 +1,89 @@
+"""One training step of an MLP (784-256-10, batch 128), teachgrad vs PyTorch on the CPU.
+
+    python benchmarks/mlp_step.py
+    python benchmarks/mlp_step.py --quick
+
+The step is what a training loop repeats: zero the grads, forward, cross-entropy
+loss, backward, SGD update. Both libraries start from the same weights and
+see the same batch, so they do the same arithmetic; the median of many steps
+after a warm-up is reported, with the ratio teachgrad / PyTorch.
+Target: at most 1.3x.
+
+Both libraries multiply matrices on several threads by default. On a small or
+busy machine that makes timings erratic; for a steadier comparison of the
+code itself, give each one thread:
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/mlp_step.py
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from common import (
+    compare, header, import_torch, parse_arguments, print_table, save, table_columns, table_row,
+)
+
+SIZES = (784, 256, 10)
+BATCH = 128
+TARGET = 1.3
+
+
+def start_weights(rng: np.random.Generator) -> list[np.ndarray]:
+    """PyTorch's Linear init (uniform in ±1/sqrt(fan_in)) for weights and biases, as arrays."""
+    arrays = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        bound = 1 / np.sqrt(fan_in)
+        arrays.append(rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32))
+        arrays.append(rng.uniform(-bound, bound, fan_out).astype(np.float32))
+    return arrays
+
+
+def build(lib: Any, weights: list[np.ndarray]) -> tuple[Any, Any, Any]:
+    """The same model, loss and optimizer in either library (their APIs agree)."""
+    layers = [lib.nn.Linear(SIZES[0], SIZES[1]), lib.nn.ReLU(), lib.nn.Linear(SIZES[1], SIZES[2])]
+    model = lib.nn.Sequential(*layers)
+    with lib.no_grad():
+        for p, w in zip(model.parameters(), weights):
+            p.copy_(lib.tensor(w))
+    return model, lib.nn.CrossEntropyLoss(), lib.optim.SGD(model.parameters(), lr=0.01)
+
+
+def training_step(model: Any, loss_fn: Any, optimizer: Any, x: Any, y: Any) -> None:
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+
+
+def step_for(lib: Any) -> Any:
+    rng = np.random.default_rng(0)
+    model, loss_fn, optimizer = build(lib, start_weights(rng))
+    x = lib.tensor(rng.standard_normal((BATCH, SIZES[0])).astype(np.float32))
+    y = lib.tensor(rng.integers(0, SIZES[-1], BATCH))
+    return lambda: training_step(model, loss_fn, optimizer, x, y)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_arguments(__doc__, argv, loops=10, repeats=15, quick=(5, 5), out="mlp_step.json")
+    torch = import_torch()
+    # one library after the other, not in turns: both multiply matrices on several threads
+    row = compare(step_for, torch, loops=args.loops, repeats=args.repeats, scale=1e3, unit="ms",
+                  target=TARGET, in_turns=False)
+    print_table(
+        f"one SGD training step, MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, milliseconds "
+        "(median of the timings; min in the last three columns)",
+        table_columns(TARGET),
+        [table_row(row, "ms")],
+    )
+    result = {"benchmark": "mlp_step", "header": header(torch), "layers": list(SIZES),
+              "batch": BATCH, "step": "zero_grad, forward, CrossEntropyLoss, backward, SGD(lr=0.01).step",
+              "loops": args.loops, "repeats": args.repeats, "target_ratio": TARGET, "result": row}
+    save(result, Path(args.out))
+    return result
+
+
+if __name__ == "__main__":
+    main()
