@@ -1,0 +1,138 @@
+"""Choose, once and before numba is imported, where ``cuda`` tensors run.
+
+numba decides at import time whether ``numba.cuda`` talks to a real GPU or to
+its *CUDA simulator* (pure Python, one OS thread per CUDA thread). The switch
+is the environment variable ``NUMBA_ENABLE_CUDASIM``, read when numba is first
+imported. So teachgrad imports this module first and decides here, without
+importing numba, by asking the CUDA driver itself whether it sees a GPU.
+
+The learner can override the choice with ``TEACHGRAD_CUDA``:
+
+* ``auto`` (default): a real GPU if the driver reports one, else the simulator;
+* ``sim``: always the simulator (handy to watch threads even on a GPU machine);
+* ``gpu``: require a real GPU; the first ``cuda`` use fails with a clear error
+  when there is none.
+
+:func:`describe` says in one line what was chosen and why.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+
+_CHOICES = ("auto", "sim", "gpu")
+
+
+@dataclass(frozen=True)
+class CudaSetup:
+    """What teachgrad decided about the ``cuda`` device."""
+
+    requested: str  #: the value of TEACHGRAD_CUDA ("auto", "sim" or "gpu")
+    mode: str  #: "gpu", "sim" or "none" (a GPU was required but none works)
+    reason: str  #: why, in words
+    gpu_count: int  #: GPUs the driver reported (0 when none / not asked)
+
+
+def _driver_gpu_count() -> tuple[int, str]:
+    """Ask the CUDA driver (libcuda) how many GPUs it sees, without numba."""
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll", "libcuda.dylib"):
+        try:
+            driver = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        return 0, "no CUDA driver found"
+    if driver.cuInit(0) != 0:
+        return 0, "the CUDA driver found no usable GPU"
+    count = ctypes.c_int(0)
+    if driver.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0, "the CUDA driver could not count GPUs"
+    if count.value == 0:
+        return 0, "the CUDA driver reports no GPU"
+    return count.value, f"the CUDA driver reports {count.value} GPU(s)"
+
+
+def _decide() -> CudaSetup:
+    requested = os.environ.get("TEACHGRAD_CUDA", "auto").strip().lower() or "auto"
+    if requested not in _CHOICES:
+        warnings.warn(
+            f"TEACHGRAD_CUDA={requested!r} is not one of {', '.join(_CHOICES)}; using 'auto'",
+            stacklevel=3,
+        )
+        requested = "auto"
+    if requested == "sim":
+        return CudaSetup(requested, "sim", "TEACHGRAD_CUDA=sim", 0)
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1" and requested == "auto":
+        return CudaSetup(requested, "sim", "NUMBA_ENABLE_CUDASIM=1 was already set", 0)
+    count, why = _driver_gpu_count()
+    if count > 0:
+        return CudaSetup(requested, "gpu", why, count)
+    if requested == "gpu":
+        return CudaSetup(requested, "none", f"TEACHGRAD_CUDA=gpu but {why}", 0)
+    return CudaSetup(requested, "sim", f"{why}; set TEACHGRAD_CUDA=gpu to require one", 0)
+
+
+def _numba_simulator_state() -> bool | None:
+    """Whether an already-imported ``numba.cuda`` uses the simulator (None: not imported yet)."""
+    if "numba.cuda" not in sys.modules:
+        return None  # numba.cuda reads NUMBA_ENABLE_CUDASIM when it is first imported
+    config = sys.modules.get("numba.cuda.core.config")
+    return bool(getattr(config, "ENABLE_CUDASIM", 0))
+
+
+def _apply(setup: CudaSetup) -> CudaSetup:
+    """Make numba follow ``setup``; if numba.cuda came first, report what it really does."""
+    want_sim = setup.mode == "sim"
+    if want_sim:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    elif setup.mode == "gpu" and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+    actual = _numba_simulator_state()
+    if actual is None or actual == want_sim:
+        return setup
+    if actual:
+        actual_mode, why = "sim", "numba.cuda was imported first, with the simulator"
+    elif setup.gpu_count:
+        actual_mode, why = "gpu", "numba.cuda was imported first, for the GPU"
+    else:  # numba wants a real GPU, and there is none: cuda cannot run
+        actual_mode, why = "none", ("numba.cuda was imported first without the simulator and "
+                                    "there is no GPU; import teachgrad before numba, or set "
+                                    "NUMBA_ENABLE_CUDASIM=1")
+    warnings.warn(
+        f"numba was imported before teachgrad, so teachgrad could not choose the "
+        f"{'CUDA simulator' if want_sim else 'GPU'} for 'cuda' tensors ({setup.reason}); "
+        f"numba uses the {'simulator' if actual else 'real CUDA driver'}. "
+        "Fix: import teachgrad before numba, or set NUMBA_ENABLE_CUDASIM=1 "
+        "(simulator) / 0 (GPU) in the environment before starting Python.",
+        stacklevel=4,
+    )
+    return CudaSetup(setup.requested, actual_mode, why, setup.gpu_count)
+
+
+SETUP: CudaSetup = _apply(_decide())
+
+
+def describe() -> str:
+    """One line saying where ``cuda`` tensors run, e.g. for a notebook's first cell."""
+    if SETUP.mode == "sim":
+        return f"teachgrad cuda: numba CUDA simulator ({SETUP.reason})"
+    if SETUP.mode == "gpu":
+        return f"teachgrad cuda: real GPU ({SETUP.reason})"
+    return f"teachgrad cuda: unavailable ({SETUP.reason})"
+
+
+def is_simulated() -> bool:
+    return SETUP.mode == "sim"
+
+
+def require_cuda() -> None:
+    """Raise a clear error when ``cuda`` cannot run (a GPU was required, none found)."""
+    if SETUP.mode == "none":
+        raise RuntimeError(
+            f"cuda is not available: {SETUP.reason}. Unset TEACHGRAD_CUDA (or set it to "
+            "'sim') to run cuda tensors in numba's CUDA simulator instead."
+        )

@@ -1,0 +1,113 @@
+"""``tg.cuda``: what the ``cuda`` device is, and what it has been doing.
+
+Like ``torch.cuda``::
+
+    tg.cuda.is_available()     # True: a GPU, or numba's CUDA simulator
+    tg.cuda.is_simulated()     # True when cuda tensors run in the simulator
+    tg.cuda.get_device_name()  # "CUDA simulator" or the GPU's name
+    tg.cuda.describe()         # one line: which, and why
+
+and, for the lessons on what makes GPU code fast::
+
+    tg.cuda.transfer_stats()   # host<->device copies made so far
+    tg.cuda.get_device_limits()  # threads per block, shared memory, warp size, ...
+    tg.cuda.set_matmul_kernel("tiled")  # which of the three matmul kernels runs
+
+The choice between GPU and simulator is made when teachgrad is imported (see
+``teachgrad._cuda_setup``; override it with ``TEACHGRAD_CUDA=auto|sim|gpu``).
+"""
+from __future__ import annotations
+
+from . import _cuda_setup
+
+# numba is imported on first use, so that ``import teachgrad`` stays quick.
+
+__all__ = [
+    "is_available", "is_simulated", "get_device_name", "device_count", "synchronize",
+    "describe", "transfer_stats", "reset_transfer_stats", "get_device_limits",
+    "set_matmul_kernel", "get_matmul_kernel",
+]
+
+
+def is_available() -> bool:
+    """Whether ``cuda`` tensors can run here (on a GPU or in the simulator)."""
+    if _cuda_setup.SETUP.mode == "none":
+        return False
+    from numba import cuda
+
+    return bool(cuda.is_available())
+
+
+def is_simulated() -> bool:
+    """True when ``cuda`` tensors run in numba's CUDA simulator rather than on a GPU."""
+    return _cuda_setup.is_simulated()
+
+
+def get_device_name(device: int = 0) -> str:
+    """``"CUDA simulator"``, or the GPU's name."""
+    _cuda_setup.require_cuda()
+    return get_device_limits().name
+
+
+def device_count() -> int:
+    """Number of devices ``cuda`` can use (the simulator counts as one)."""
+    if not is_available():
+        return 0
+    if is_simulated():
+        return 1
+    from numba import cuda
+
+    return len(cuda.gpus)
+
+
+def synchronize() -> None:
+    """Wait until every kernel launched so far has finished."""
+    _cuda_setup.require_cuda()
+    from numba import cuda
+
+    cuda.synchronize()
+
+
+def describe() -> str:
+    """One line saying where ``cuda`` tensors run and why."""
+    return _cuda_setup.describe()
+
+
+def get_device_limits():
+    """The launch limits (a ``DeviceLimits``) teachgrad checks every kernel launch against."""
+    from .kernels.launch import device_limits
+
+    return device_limits()
+
+
+def transfer_stats() -> dict[str, int]:
+    """Copies made between host and device so far, each way, and their bytes::
+
+        {"host_to_device": n, "device_to_host": n, "bytes_h2d": b, "bytes_d2h": b}
+    """
+    from .kernels import transfer
+
+    return transfer.transfer_stats()
+
+
+def reset_transfer_stats() -> None:
+    """Start counting host<->device copies from zero."""
+    from .kernels import transfer
+
+    transfer.reset_transfer_stats()
+
+
+def set_matmul_kernel(name: str) -> None:
+    """Choose the matmul kernel of ``cuda`` tensors: ``"naive"``, ``"tiled"`` or ``"register"``."""
+    from .backends import cuda_backend
+    from .kernels.matmul import KERNELS
+
+    if name not in KERNELS:
+        raise ValueError(f"unknown matmul kernel {name!r}: choose one of {', '.join(KERNELS)}")
+    cuda_backend.MATMUL_KERNEL = name
+
+
+def get_matmul_kernel() -> str:
+    from .backends import cuda_backend
+
+    return cuda_backend.MATMUL_KERNEL

@@ -1,0 +1,19 @@
+"""The numba.cuda kernels behind the ``cuda`` device, one module per idea.
+
+Read them in this order:
+
+* :mod:`~teachgrad.kernels.strided` -- a tensor is a flat buffer plus shape, strides, offset;
+* :mod:`~teachgrad.kernels.launch` -- grids, blocks and the limits every launch is checked against;
+* :mod:`~teachgrad.kernels.elementwise` -- grid-stride loops, applying the scalar
+  functions of :mod:`~teachgrad.kernels.ops`;
+* :mod:`~teachgrad.kernels.reduce` -- a tree in shared memory, and the barrier it needs;
+* :mod:`~teachgrad.kernels.matmul` -- naive, tiled in shared memory, register-blocked;
+* :mod:`~teachgrad.kernels.indexing` -- views for slices, gather, and scatter-add with atomics;
+* :mod:`~teachgrad.kernels.record` -- what each thread did, recorded from real launches;
+* :mod:`~teachgrad.kernels.race` -- finding a missing ``syncthreads``;
+* :mod:`~teachgrad.kernels.transfer` -- counted host<->device copies.
+
+``python -m teachgrad.kernels.compile_check`` compiles every kernel for a real
+GPU without needing one (the simulator never type-checks kernels).
+Modules are imported on demand: importing this package does not import numba.
+"""

@@ -1,0 +1,132 @@
+"""Hooks into numba's CUDA simulator: a thread-safety fix, and shared-memory tracing.
+
+**The fix.**
+The simulator runs each CUDA thread as a Python thread. ``cuda.shared.array``
+gives every thread of a block the same numpy array, found by the source line
+that asks for it -- but the lookup-or-create is not locked, so two threads
+arriving at once can each create their own "shared" array and never see each
+other's writes. That shows up as rare wrong answers from correct kernels (more
+often the more the threads interleave). The version below does the same
+lookup under a lock.
+
+**Tracing.** Inside :func:`tracing`, every shared array a kernel asks for is
+wrapped so that each read and write is logged with the thread, its block, and
+its *epoch* -- how many ``syncthreads()`` that thread has passed. The race
+checker (:mod:`teachgrad.kernels.race`) reads that log.
+"""
+from __future__ import annotations
+
+import contextlib
+import linecache
+import sys
+import threading
+
+import numpy as np
+
+_lock = threading.Lock()
+_patched = False
+
+
+def _shared_array(self, shape, dtype, alignment=None):
+    """``cuda.shared.array`` for the simulator: one array per source line, created once."""
+    from numba.cuda import types
+    from numba.cuda.np import numpy_support
+
+    if alignment is not None:
+        raise RuntimeError("Array alignment is not supported in cudasim")
+    if isinstance(dtype, types.Type):
+        dtype = numpy_support.as_dtype(dtype)
+    dtype = np.dtype(dtype)
+    if shape == 0:  # dynamic shared memory: one buffer, viewed with this dtype
+        count = self._dynshared_size // dtype.itemsize
+        return np.frombuffer(self._dynshared.data, dtype=dtype, count=count)
+    frame = sys._getframe(1)
+    caller = (frame.f_code.co_filename, frame.f_lineno)
+    with _lock:
+        array = self._allocations.get(caller)
+        if array is None:
+            array = np.empty(shape, dtype)
+            if _trace is not None:
+                array = TracedShared(array, _array_name(*caller), _trace)
+            self._allocations[caller] = array
+    return array
+
+
+# -- tracing shared memory ----------------------------------------------------------
+
+_trace: list | None = None  # the access log while tracing, else None
+
+
+def _array_name(filename: str, lineno: int) -> str:
+    """The variable a shared array is assigned to (``partial = cuda.shared.array(...)``)."""
+    line = linecache.getline(filename, lineno).strip()
+    name = line.split("=")[0].strip() if "=" in line else ""
+    return name if name.isidentifier() else f"shared@{lineno}"
+
+
+def _who() -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    thread = threading.current_thread()
+    return tuple(thread.blockIdx), tuple(thread.threadIdx), getattr(thread, "epoch", 0)
+
+
+class TracedShared:
+    """A shared array that logs ``(block, thread, epoch, name, index, "R"/"W")`` per access."""
+
+    def __init__(self, array: np.ndarray, name: str, log: list) -> None:
+        self.array, self.name, self.log = array, name, log
+
+    def _flat(self, index) -> tuple[int, ...]:
+        index = index if isinstance(index, tuple) else (index,)
+        return tuple(int(i) for i in index)
+
+    def __getitem__(self, index):
+        self.log.append((*_who(), self.name, self._flat(index), "R"))
+        return self.array[index]
+
+    def __setitem__(self, index, value) -> None:
+        self.log.append((*_who(), self.name, self._flat(index), "W"))
+        self.array[index] = value
+
+    shape = property(lambda self: self.array.shape)
+    dtype = property(lambda self: self.array.dtype)
+    size = property(lambda self: self.array.size)
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+
+def _counting_syncthreads(module) -> None:
+    thread = threading.current_thread()
+    thread.epoch = getattr(thread, "epoch", 0) + 1  # the barrier starts a new epoch
+    if _trace is not None:
+        _trace.append((*_who(), "", (), "B"))
+    thread.syncthreads()
+
+
+@contextlib.contextmanager
+def tracing():
+    """Log every shared-memory access of the kernels launched inside; yields the log list."""
+    global _trace
+    from numba.cuda.simulator import kernelapi
+
+    patch_simulator()
+    log: list = []
+    original_sync = kernelapi.FakeCUDAModule.syncthreads
+    kernelapi.FakeCUDAModule.syncthreads = _counting_syncthreads
+    _trace = log
+    try:
+        yield log
+    finally:
+        _trace = None
+        kernelapi.FakeCUDAModule.syncthreads = original_sync
+
+
+def patch_simulator() -> None:
+    """Make the simulator's shared arrays thread-safe (once; a no-op afterwards)."""
+    global _patched
+    if _patched:
+        return
+    from numba.cuda.simulator import kernelapi
+
+    kernelapi.FakeCUDAShared.array = _shared_array
+    _patched = True

@@ -1,0 +1,252 @@
+"""What each thread did, recorded from real launches of the real kernels.
+
+The thread-map and tile widgets draw these records; nothing here re-enacts a
+kernel. Each function launches the kernel built with ``record=True`` -- the
+same source as the fast kernel, plus a few lines that write down who did what
+-- checks the result against numpy, and returns plain numpy data.
+
+API::
+
+    record_elementwise(n, blocks, threads_per_block, op="mul") -> LaunchRecord
+    record_tiled_matmul(M, K, N, tile=4, out_tile=(0, 0), seed=0) -> TileRecord
+    record_matmul_counts(M, K, N, seed=0) -> dict[str, dict[str, int]]
+    matmul_read_formulas(M, K, N, tile) -> dict[str, dict[str, int]]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import elementwise, matmul
+from .strided import new_array
+from .transfer import download, to_device, to_host, upload
+
+COUNT_NAMES = ("global_reads", "shared_reads", "shared_writes", "barriers")
+
+
+@dataclass
+class LaunchRecord:
+    """Who handled each element of one grid-stride elementwise launch.
+
+    Arrays have one entry per element ``i`` (``0 <= i < n``):
+
+    * ``block[i]``  -- ``blockIdx.x`` of the thread that wrote element i;
+    * ``thread[i]`` -- its ``threadIdx.x`` within the block;
+    * ``pass_[i]``  -- which trip of the grid-stride loop it was (0 = first);
+    * ``global_thread[i]`` -- ``block * threads_per_block + thread``.
+
+    The grid-stride formula predicts ``global_thread == i % total_threads`` and
+    ``pass_ == i // total_threads``; :meth:`matches_formula` checks it.
+    """
+
+    n: int
+    blocks: int
+    threads_per_block: int
+    op: str
+    block: np.ndarray
+    thread: np.ndarray
+    pass_: np.ndarray
+    global_thread: np.ndarray
+    device: str
+
+    @property
+    def total_threads(self) -> int:
+        return self.blocks * self.threads_per_block
+
+    @property
+    def passes(self) -> int:
+        """Trips of the loop the busiest thread made."""
+        return int(self.pass_.max()) + 1 if self.n else 0
+
+    @property
+    def elements_per_thread(self) -> np.ndarray:
+        """How many elements each of the ``total_threads`` threads handled (0 = idle)."""
+        return np.bincount(self.global_thread, minlength=self.total_threads)
+
+    @property
+    def idle_threads(self) -> int:
+        """Threads that found no element at all (more threads than elements)."""
+        return int(np.sum(self.elements_per_thread == 0))
+
+    @property
+    def idle_in_last_pass(self) -> int:
+        """Threads with nothing to do on the last pass (the ragged end)."""
+        return int(np.sum(self.elements_per_thread < self.passes))
+
+    def matches_formula(self) -> bool:
+        i = np.arange(self.n)
+        return bool(np.array_equal(self.global_thread, i % self.total_threads)
+                    and np.array_equal(self.pass_, i // self.total_threads))
+
+
+def _device_name() -> str:
+    from .launch import device_limits
+
+    return device_limits().name
+
+
+def record_elementwise(n: int, blocks: int, threads_per_block: int, op: str = "mul") -> LaunchRecord:
+    """Launch the grid-stride ``op`` kernel on ``n`` elements and record who did each one."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    x = np.arange(n, dtype=np.float32)
+    owners = to_device(np.full((n, 3), -1, dtype=np.int32))
+    out = new_array((n,), np.float32)
+    from .ops import BINARY
+
+    if op in BINARY:
+        elementwise.binary(op, out, upload(x), 2.0, config=(blocks, threads_per_block), owners=owners)
+    else:
+        elementwise.unary(op, out, upload(x), config=(blocks, threads_per_block), owners=owners)
+    download(out)  # the kernel ran to the end
+    who = to_host(owners)
+    if (who < 0).any():
+        raise RuntimeError("some elements were not recorded: the launch did not cover them")
+    block, thread, pass_ = (who[:, k].astype(np.int64) for k in range(3))
+    return LaunchRecord(n, blocks, threads_per_block, op, block, thread, pass_,
+                        block * threads_per_block + thread, _device_name())
+
+
+@dataclass
+class TileRecord:
+    """The phases of the shared-memory tiled matmul, for one output tile.
+
+    ``C = A @ B`` with ``A (M, K)``, ``B (K, N)``. Blocks of ``tile x tile``
+    threads; block ``(bi, bj)`` computes ``C[bi*tile:(bi+1)*tile, bj*tile:(bj+1)*tile]``
+    in ``phases = ceil(K / tile)`` phases. In phase ``p`` thread ``(ty, tx)``:
+
+    1. loads ``A[a_loads[p, ty, tx]]`` into ``a_tile[ty, tx]`` and
+       ``B[b_loads[p, ty, tx]]`` into ``b_tile[ty, tx]`` (``(-1, -1)``: past
+       the edge of A or B, it stores a 0 instead);
+    2. waits at barrier 1 (both tiles complete);
+    3. multiplies row ``ty`` of ``a_tile`` by column ``tx`` of ``b_tile``;
+    4. waits at barrier 2 (everyone done reading before the next phase overwrites).
+
+    ``steps`` lists these in order as ``(phase, kind, text)`` with kind one of
+    ``"load"``, ``"barrier"``, ``"multiply"``. ``all_a_loads``/``all_b_loads``
+    hold the same for every block, shaped ``(grid_rows, grid_cols, phases, tile, tile, 2)``.
+
+    ``counts`` (tiled kernel) and ``naive_counts`` (one thread per output) were
+    counted by the kernels themselves: ``global_reads``, ``shared_reads``,
+    ``shared_writes``, ``barriers``, summed over all threads. ``formulas``
+    gives the closed forms for comparison.
+    """
+
+    M: int
+    K: int
+    N: int
+    tile: int
+    out_tile: tuple[int, int]
+    grid: tuple[int, int]  # (blocks along rows, blocks along columns)
+    phases: int
+    a_loads: np.ndarray
+    b_loads: np.ndarray
+    all_a_loads: np.ndarray
+    all_b_loads: np.ndarray
+    counts: dict[str, int]
+    naive_counts: dict[str, int]
+    formulas: dict[str, dict[str, int]]
+    A: np.ndarray
+    B: np.ndarray
+    C: np.ndarray
+    device: str
+    steps: list[tuple[int, str, str]] = field(default_factory=list)
+
+    @property
+    def out_rows(self) -> range:
+        bi = self.out_tile[0]
+        return range(bi * self.tile, min((bi + 1) * self.tile, self.M))
+
+    @property
+    def out_cols(self) -> range:
+        bj = self.out_tile[1]
+        return range(bj * self.tile, min((bj + 1) * self.tile, self.N))
+
+
+def _tile_steps(phases: int, tile: int) -> list[tuple[int, str, str]]:
+    steps = []
+    for p in range(phases):
+        ks = f"k = {p * tile}..{(p + 1) * tile - 1}"
+        steps += [
+            (p, "load", f"phase {p}: each thread copies one element of A and one of B ({ks}) "
+                        "into shared memory"),
+            (p, "barrier", "syncthreads: wait until both tiles are complete"),
+            (p, "multiply", f"phase {p}: each thread does {tile} multiply-adds from shared memory"),
+            (p, "barrier", "syncthreads: wait until everyone has read the tiles"),
+        ]
+    return steps
+
+
+def _counts(kernel_name: str, A: np.ndarray, B: np.ndarray, **options):
+    """Run one matmul kernel in recording mode; return (C, counts) measured by the kernel."""
+    M, N = A.shape[1], B.shape[2]
+    counts = to_device(np.zeros(4, dtype=np.int64))
+    C = new_array((1, M, N), A.dtype)
+    matmul.KERNELS[kernel_name](to_device(A), to_device(B), C.buffer.reshape(1, M, N),
+                                counts=counts, **options)
+    return download(C)[0], dict(zip(COUNT_NAMES, map(int, to_host(counts))))
+
+
+def matmul_read_formulas(M: int, K: int, N: int, tile: int) -> dict[str, dict[str, int]]:
+    """Closed forms of the global-memory reads, to set beside the measured counts.
+
+    naive: every output reads a row of A and a column of B: ``2*M*N*K``.
+    tiled: each block column re-reads all of A, each block row all of B:
+    ``ceil(N/tile)*M*K + ceil(M/tile)*K*N`` -- about ``tile`` times fewer.
+    """
+    grid_rows, grid_cols = -(-M // tile), -(-N // tile)
+    return {
+        "naive": {"global_reads": 2 * M * N * K},
+        "tiled": {"global_reads": grid_cols * M * K + grid_rows * K * N},
+    }
+
+
+def record_tiled_matmul(M: int, K: int, N: int, tile: int = 4,
+                        out_tile: tuple[int, int] = (0, 0), seed: int = 0) -> TileRecord:
+    """Launch the tiled matmul (recording) on random ``A (M, K)``, ``B (K, N)``."""
+    grid = (-(-M // tile), -(-N // tile))
+    if not (0 <= out_tile[0] < grid[0] and 0 <= out_tile[1] < grid[1]):
+        raise ValueError(f"out_tile {out_tile} is outside the grid of {grid[0]} x {grid[1]} output tiles")
+    rng = np.random.default_rng(seed)
+    A = rng.integers(-3, 4, size=(1, M, K)).astype(np.float32)  # small ints: exact sums
+    B = rng.integers(-3, 4, size=(1, K, N)).astype(np.float32)
+    phases = max(-(-K // tile), 1)
+    loads = [to_device(np.full((*grid, phases, tile, tile, 2), -2, dtype=np.int32)) for _ in "ab"]
+    counts = to_device(np.zeros(4, dtype=np.int64))
+    C = new_array((1, M, N), np.float32)
+    matmul.tiled(to_device(A), to_device(B), C.buffer.reshape(1, M, N), tile=tile,
+                 counts=counts, a_loads=loads[0], b_loads=loads[1])
+    result = download(C)[0]
+    if not np.array_equal(result, A[0] @ B[0]):
+        raise RuntimeError("the recorded tiled matmul gave a wrong product")
+    all_a, all_b = to_host(loads[0]), to_host(loads[1])
+    _, naive_counts = _counts("naive", A, B)
+    bi, bj = out_tile
+    return TileRecord(
+        M, K, N, tile, tuple(out_tile), grid, phases,
+        a_loads=all_a[bi, bj], b_loads=all_b[bi, bj], all_a_loads=all_a, all_b_loads=all_b,
+        counts=dict(zip(COUNT_NAMES, map(int, to_host(counts)))), naive_counts=naive_counts,
+        formulas=matmul_read_formulas(M, K, N, tile), A=A[0], B=B[0], C=result,
+        device=_device_name(), steps=_tile_steps(phases, tile),
+    )
+
+
+def record_matmul_counts(M: int, K: int, N: int, seed: int = 0,
+                         tile: int = 4, block=(8, 8, 4), per_thread=(2, 2)) -> dict[str, dict[str, int]]:
+    """Memory traffic of each matmul kernel, counted by the kernels in recording mode."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((1, M, K)).astype(np.float32)
+    B = rng.standard_normal((1, K, N)).astype(np.float32)
+    options = {"naive": {}, "tiled": {"tile": tile}, "register": {"block": block, "per_thread": per_thread}}
+    result = {}
+    for name, opts in options.items():
+        C, counts = _counts(name, A, B, **opts)
+        np.testing.assert_allclose(C, A[0] @ B[0], rtol=1e-4, atol=1e-4)
+        result[name] = counts
+    return result
+
+
+def compile_cases():
+    """Recording reuses the kernels of elementwise and matmul: nothing extra to compile."""
+    return iter(())

@@ -1,0 +1,80 @@
+"""Copies between host (numpy) memory and device memory, counted.
+
+A GPU computes fast but sits at the end of a slow bus: every copy between the
+host and the device costs far more than a kernel that touches the same bytes.
+So the ``cuda`` backend keeps data on the device between operations, and every
+copy it makes goes through these two functions, which count them.
+``teachgrad.cuda.transfer_stats()`` shows the counts; a test checks that a
+chain of operations copies nothing until the result is read back.
+
+Kernel-level API::
+
+    d = to_device(np_array)   # host -> device, counted
+    a = to_host(device_array) # device -> host, counted
+    x = upload(np_array)      # the same, as a StridedArray (what the cuda backend holds)
+    a = download(x)           # a StridedArray back to numpy (contiguous first, on the device)
+    transfer_stats() -> {"host_to_device": n, "device_to_host": n, "bytes_h2d": b, "bytes_d2h": b}
+    reset_transfer_stats()
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from numba import cuda
+
+_lock = threading.Lock()
+_stats = {"host_to_device": 0, "device_to_host": 0, "bytes_h2d": 0, "bytes_d2h": 0}
+
+
+def to_device(a: np.ndarray):
+    """Copy a host array to a new device array (one counted host-to-device copy)."""
+    a = np.ascontiguousarray(a)
+    with _lock:
+        _stats["host_to_device"] += 1
+        _stats["bytes_h2d"] += a.nbytes
+    return cuda.to_device(a)
+
+
+def to_host(d) -> np.ndarray:
+    """Copy a device array back to a new numpy array (one counted device-to-host copy)."""
+    with _lock:
+        _stats["device_to_host"] += 1
+        _stats["bytes_d2h"] += int(d.size) * np.dtype(d.dtype).itemsize
+    return d.copy_to_host()
+
+
+def upload(a) -> "StridedArray":
+    """A host array as a contiguous :class:`~teachgrad.kernels.strided.StridedArray` on the device."""
+    from .strided import StridedArray, contiguous_strides, new_array
+
+    a = np.asarray(a)
+    if a.size == 0:
+        return new_array(a.shape, a.dtype)
+    return StridedArray(to_device(a.reshape(-1)), a.shape, contiguous_strides(a.shape), 0)
+
+
+def download(x) -> np.ndarray:
+    """A :class:`~teachgrad.kernels.strided.StridedArray` back as a numpy array (one copy)."""
+    from . import elementwise
+    from .strided import new_array
+
+    if x.size == 0:
+        return np.empty(x.shape, dtype=x.dtype)
+    if not x.is_contiguous():
+        dense = new_array(x.shape, x.dtype)
+        elementwise.copy(dense, x)  # gather the strided elements on the device first
+        x = dense
+    return to_host(x.buffer[x.offset:x.offset + x.size]).reshape(x.shape)
+
+
+def transfer_stats() -> dict[str, int]:
+    """How many copies (and bytes) went each way since the last reset."""
+    with _lock:
+        return dict(_stats)
+
+
+def reset_transfer_stats() -> None:
+    with _lock:
+        for key in _stats:
+            _stats[key] = 0
