@@ -1,0 +1,25 @@
+"""Measured speed: a timing harness, the benchmark suite, and its results files.
+
+Run the suite from a shell::
+
+    python -m teachgrad.bench --quick            # CPU: numpy vs numba loops, < 1 minute
+    python -m teachgrad.bench                    # everything this machine has (a GPU too)
+    python -m teachgrad.bench --ops matmul --sizes 256 512
+
+or time anything from a notebook::
+
+    from teachgrad.bench import measure
+    timing = measure(lambda: a @ b)
+    timing.median_s, timing.compile_s
+
+Results files follow :mod:`teachgrad.bench.schema` and are read back with
+:func:`load` (one file) or :func:`load_dir` (a folder such as
+``benchmarks/results``).
+"""
+from .harness import CudaEventTimer, HostTimer, Timing, measure, measure_in_turns
+from .schema import SCHEMA_VERSION, Header, Record, Results, SchemaError, load, load_dir, save
+
+__all__ = [
+    "measure", "measure_in_turns", "Timing", "HostTimer", "CudaEventTimer",
+    "SCHEMA_VERSION", "Header", "Record", "Results", "SchemaError", "load", "load_dir", "save",
+]

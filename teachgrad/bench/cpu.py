@@ -1,0 +1,86 @@
+"""CPU cases: numpy (the ceiling) and the numba backend's hand-written loops.
+
+Both write into preallocated outputs (``np.add(a, b, out=out)`` and the same
+for the loops), so the timings compare the loops themselves, not memory
+allocation. The numba cases call the loop functions of
+:mod:`teachgrad.backends.numba_cpu` and :mod:`teachgrad.backends.numba_matmul`
+directly, exactly as the backend does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .cases import Case, shapes
+
+#: The numba matmul kernels, in the order a chapter walks through them.
+NUMBA_MATMUL_KERNELS = ("naive", "loop_order", "blocked")
+
+
+def numpy_cases(op: str, size: int, inputs: tuple[np.ndarray, ...]) -> list[Case]:
+    """numpy doing ``op``: the CPU ceiling every CPU record is compared with."""
+    dtype = inputs[0].dtype
+    common = dict(backend="numpy", device="cpu", dtype=dtype, size=size, shape=shapes(op, size))
+    if op == "add":
+        a, b = inputs
+        out = np.empty_like(a)
+        return [Case(op, kernel="np.add", work=lambda: np.add(a, b, out=out), output=lambda: out,
+                     is_ceiling=True, **common)]
+    if op == "sum":
+        (x,) = inputs
+        out = np.empty(1, dtype=dtype)
+
+        def numpy_sum() -> None:
+            out[0] = np.sum(x)
+
+        return [Case(op, kernel="np.sum", work=numpy_sum, output=lambda: out, is_ceiling=True, **common)]
+    if op == "copy":
+        (x,) = inputs
+        out = np.empty_like(x)
+        # the memory bandwidth a loop can hope for: a reference line, not a ceiling for a ratio
+        return [Case(op, kernel="np.copyto", work=lambda: np.copyto(out, x), output=lambda: out, **common)]
+    if op == "matmul":
+        a, b = inputs
+        out = np.empty_like(a)
+        return [Case(op, kernel="np.matmul", work=lambda: np.matmul(a, b, out=out), output=lambda: out,
+                     is_ceiling=True, **common)]
+    raise ValueError(f"unknown benchmark op {op!r}")
+
+
+def numba_cases(op: str, size: int, inputs: tuple[np.ndarray, ...],
+                matmul_kernels: tuple[str, ...] = NUMBA_MATMUL_KERNELS) -> list[Case]:
+    """The numba backend's loops doing ``op``, each compared with numpy."""
+    from ..backends import numba_cpu, numba_matmul
+
+    dtype = inputs[0].dtype
+    common = dict(backend="numba", device="cpu", dtype=dtype, size=size, shape=shapes(op, size))
+    if op == "add":
+        a, b = inputs
+        out = np.empty_like(a)
+        loop = numba_cpu.zip_loop(numba_cpu.ADD, numba_cpu.CONTIGUOUS, numba_cpu.CONTIGUOUS,
+                                  numba_cpu.parallel_for(size))
+        shape = np.array(a.shape, dtype=np.int64)
+        no_strides = numba_cpu.NO_STRIDES  # both inputs are contiguous: read straight
+
+        def numba_add() -> None:
+            loop(out, a, no_strides, b, no_strides, shape)
+
+        return [Case(op, kernel="zip_loop", work=numba_add, output=lambda: out,
+                     ceiling="add/numpy/np.add", **common)]
+    if op == "sum":
+        table = inputs[0].reshape(1, -1)
+        out = np.empty(1, dtype=dtype)
+        parallel = numba_cpu.parallel_for(size)
+        loop = numba_cpu.reduce_loop(numba_cpu.SUM, parallel)
+        chunk = numba_cpu.chunk_size(*table.shape, parallel)
+        return [Case(op, kernel="reduce_loop", work=lambda: loop(table, chunk, out),
+                     output=lambda: out, ceiling="sum/numpy/np.sum", **common)]
+    if op == "matmul":
+        A, B = (x.reshape(1, size, size) for x in inputs)
+        cases = []
+        for kernel in matmul_kernels:
+            C = np.empty_like(A)
+            cases.append(Case(op, kernel=kernel, output=lambda C=C: C[0],
+                              work=lambda kernel=kernel, C=C: numba_matmul.run_kernel(kernel, A, B, C),
+                              ceiling="matmul/numpy/np.matmul", **common))
+        return cases
+    return []  # nothing hand-written for this op (copy)
