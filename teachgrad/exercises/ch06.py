@@ -1,0 +1,129 @@
+"""Checkers for chapter 6, *The GPU programming model*: grid-stride loops.
+
+Both checkers launch real kernels (numba's CUDA simulator when there is no
+GPU), so sizes stay small: a few blocks of at most 32 threads.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .core import Feedback, Mismatch, Test, check
+from .kernel_runs import first_index, is_stub, launch_on_host_arrays
+
+#: (elements, blocks, threads per block, what the case is about)
+SAXPY_CASES = [
+    (100, 2, 32, "more elements than threads: each thread makes several passes"),
+    (10, 2, 32, "more threads than elements: most threads find nothing to do"),
+    (64, 2, 32, "exactly one element per thread"),
+    (37, 1, 1, "a single thread does everything"),
+    (83, 3, 8, "a ragged size: the last pass is partial"),
+]
+
+
+def check_saxpy(saxpy: Callable) -> Feedback:
+    """Exercise 6.1: an in-place grid-stride SAXPY kernel, ``y[i] = a * x[i] + y[i]``.
+
+    Updating ``y`` in place makes every mistake visible: an element nobody
+    touched keeps its old value, and one touched twice got ``a * x`` added twice.
+    """
+    a = 2.0
+
+    def make(n: int, blocks: int, threads: int, about: str) -> Test:
+        def run() -> None:
+            if is_stub(saxpy):
+                raise NotImplementedError
+            x = np.arange(1, n + 1, dtype=np.float64)  # never 0, so every update shows
+            y = 1000.0 + np.arange(n, dtype=np.float64)
+            _, got = launch_on_host_arrays(saxpy, blocks, threads, a, x, y)
+            _explain_saxpy(got, x, y, a, blocks * threads)
+
+        return Test(f"n = {n}, launched as saxpy[{blocks}, {threads}] ({about})", run,
+                    hint="loop `for i in range(cuda.grid(1), y.size, cuda.gridsize(1))`: "
+                         "the range stops by itself at the end of the array")
+
+    return check("6.1", [make(*case) for case in SAXPY_CASES], candidate=saxpy,
+                 solved="your kernel covers any number of elements with any grid, "
+                        "each element exactly once.")
+
+
+def _explain_saxpy(got: np.ndarray, x: np.ndarray, y: np.ndarray, a: float,
+                   threads_in_grid: int) -> None:
+    """Raise a Mismatch that says which element went wrong, and how."""
+    expected = a * x + y
+    if np.array_equal(got, expected):
+        return
+    updates = (got - y) / (a * x)  # how many times a*x was added to each element
+    if np.all(updates == np.round(updates)):
+        untouched = updates == 0
+        repeated = updates > 1
+        if untouched.any():
+            i = first_index(untouched)
+            hint = ("each thread must keep going: after element `start` comes "
+                    "`start + cuda.gridsize(1)`, and so on until the end")
+            if i == threads_in_grid:
+                hint = (f"element {i} is the first one past the {threads_in_grid} threads of the "
+                        "grid, so one pass per thread is not enough: " + hint)
+            raise Mismatch(f"element {i} was never updated", expected[i], got[i], hint)
+        if repeated.any():
+            i = first_index(repeated)
+            raise Mismatch(f"element {i} was updated {int(updates[i])} times instead of once",
+                           expected[i], got[i],
+                           "two threads handled the same element: start at cuda.grid(1) "
+                           "(the thread's global number) and step by cuda.gridsize(1)")
+    i = first_index(got != expected)
+    raise Mismatch(f"wrong value at element {i}", expected[i], got[i],
+                   "the update is y[i] = a * x[i] + y[i], in place")
+
+
+# -- exercise 6.2: how many passes --------------------------------------------------------
+
+PASSES_CASES = [(20, 2, 4), (5, 2, 4), (64, 2, 32), (100, 2, 32), (7, 1, 3), (9, 3, 3)]
+
+
+def recorded_passes(n: int, blocks: int, threads_per_block: int) -> np.ndarray:
+    """Elements each thread handled, counted from a real launch of teachgrad's grid-stride kernel.
+
+    The kernel records, per element, the block and thread that wrote it; the
+    count per global thread number is the number of passes that thread made.
+    """
+    from ..kernels.record import record_elementwise
+
+    return record_elementwise(n, blocks, threads_per_block).elements_per_thread
+
+
+def check_passes_per_thread(passes_per_thread: Callable) -> Feedback:
+    """Exercise 6.2: ``passes_per_thread(n, blocks, threads_per_block)`` for a grid-stride loop.
+
+    The expected answer is not a formula: it is counted from a real, recorded
+    launch of teachgrad's elementwise kernel.
+    """
+    def make(n: int, blocks: int, threads: int) -> Test:
+        def run() -> None:
+            got = passes_per_thread(n, blocks, threads)
+            if got is None:
+                raise Mismatch("your function returned None", hint="did you forget a `return`?",
+                               show_values=False)
+            got = np.asarray(got)
+            expected = recorded_passes(n, blocks, threads)
+            if got.shape != expected.shape:
+                raise Mismatch(f"expected one count per thread ({blocks} x {threads} = "
+                               f"{expected.size} threads), got shape {list(got.shape)}",
+                               expected, got, "return a list (or array) of length blocks * threads_per_block")
+            if np.array_equal(got, expected):
+                return
+            t = first_index(got != expected)
+            if np.all(got == expected.max()):
+                hint = ("not every thread makes the same number of passes: on the last pass only "
+                        "the first n % (blocks * threads) threads still have an element")
+            else:
+                hint = ("thread g handles elements g, g + S, g + 2S, ... below n, where "
+                        "S = blocks * threads_per_block")
+            raise Mismatch(f"wrong number of passes for thread {t} "
+                           f"(block {t // threads}, thread {t % threads})", expected, got, hint)
+
+        return Test(f"n = {n} elements, {blocks} blocks of {threads} threads", run)
+
+    return check("6.2", [make(*case) for case in PASSES_CASES], candidate=passes_per_thread,
+                 solved="your counts match what the threads of a real launch did.")

@@ -1,0 +1,74 @@
+"""Running a learner's kernel for a checker: compile, copy in, launch (checked), copy out.
+
+The GPU chapters ask the learner for ``@cuda.jit`` kernels (or device
+functions). A checker launches them on small, ragged inputs and compares with
+numpy. Two details need care:
+
+* **The stub of the learner edition.** Its body is ``raise
+  NotImplementedError(...)``. In numba's CUDA simulator the exception comes
+  back from the launch as it would from Python; on a real GPU a kernel cannot
+  raise to the host. :func:`is_stub` spots the stub before anything is
+  launched, so "not solved yet" reads the same on both.
+* **Launch checks.** Launches go through :func:`teachgrad.kernels.launch.launch`,
+  so a learner's launch is held to a real GPU's limits even in the simulator.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+#: What the learner edition's stubs raise (see :mod:`teachgrad.exercises.edition`).
+_STUB_NAME = "NotImplementedError"
+
+
+def python_function(fn: Any) -> Callable | None:
+    """The plain Python function behind a numba dispatcher (or ``fn`` itself)."""
+    fn = getattr(fn, "py_func", fn)
+    return fn if hasattr(fn, "__code__") else None
+
+
+def is_stub(fn: Any) -> bool:
+    """Whether ``fn`` (a function, a kernel or a device function) still raises NotImplementedError."""
+    code = getattr(python_function(fn), "__code__", None)
+    return code is not None and _STUB_NAME in code.co_names
+
+
+def as_kernel(fn: Any):
+    """A launchable kernel: ``fn`` if it already is one, else ``cuda.jit(fn)``."""
+    from numba import cuda
+
+    if is_device_function(fn):
+        raise TypeError("this is a device function (@cuda.jit(device=True)); "
+                        "a kernel is decorated with plain @cuda.jit")
+    if hasattr(fn, "py_func"):
+        return fn  # already a @cuda.jit kernel
+    return cuda.jit(fn)
+
+
+def is_device_function(fn: Any) -> bool:
+    """Whether ``fn`` was made with ``@cuda.jit(device=True)`` (GPU or simulator)."""
+    options = getattr(fn, "targetoptions", None) or {}
+    return bool(getattr(fn, "_device", False) or options.get("device", False))
+
+
+def launch_on_host_arrays(kernel: Any, grid: Any, block: Any, *args: Any) -> list[np.ndarray]:
+    """Launch ``kernel[grid, block]`` with numpy arrays copied to the device; return them copied back.
+
+    Scalars are passed as they are. The returned list holds one numpy array per
+    array argument, in order, as the kernel left it.
+    """
+    from numba import cuda
+
+    from ..kernels.launch import launch
+
+    device_args = [cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a
+                   for a in args]
+    launch(as_kernel(kernel), grid, block, *device_args)
+    return [d.copy_to_host() for a, d in zip(args, device_args) if isinstance(a, np.ndarray)]
+
+
+def first_index(mask: np.ndarray) -> int | tuple[int, ...]:
+    """The first position where ``mask`` is true, as an int (1-D) or a tuple."""
+    position = tuple(int(i) for i in np.argwhere(mask)[0])
+    return position[0] if len(position) == 1 else position
