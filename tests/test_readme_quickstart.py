@@ -1,0 +1,25 @@
+"""The README's quick start runs as printed and does what its comments say."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def quick_start_code() -> str:
+    section = README.read_text(encoding="utf-8").split("## Quick start", 1)[1]
+    return section.split("```python", 1)[1].split("```", 1)[0]
+
+
+def test_quick_start_runs_and_trains():
+    result = subprocess.run([sys.executable, "-c", quick_start_code()],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "tensor([2., 4., 6.])"
+    loss = float(re.fullmatch(r"loss after training: (\S+)", lines[1]).group(1))
+    assert loss < 0.05  # y is an exact linear function of X: the net fits it
+    assert lines[2].startswith("tensor([") and "device='cuda" in lines[2]
