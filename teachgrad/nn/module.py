@@ -16,11 +16,12 @@ from collections import OrderedDict
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import teachgrad as tg
+from teachgrad.autograd import function
 from teachgrad.device import as_device
 from teachgrad.dtypes import DType, get_dtype
 from teachgrad.tensor import Tensor
 
-from .parameter import Parameter
+from .parameter import Parameter, forget_grads
 
 
 #: Where a Module files what is assigned to it, and how each kind is named in errors.
@@ -295,14 +296,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the gradients of every parameter (``None``, or zeros with ``set_to_none=False``)."""
-        for param in self.parameters():
-            if param.grad is None:
-                continue
-            if set_to_none:
-                param.grad = None
-            else:
-                with tg.no_grad():
-                    param.grad.zero_()
+        forget_grads(self.parameters(), set_to_none)
 
     # -- devices and dtypes ----------------------------------------------------
     def _apply(self, convert: Callable[[Tensor], Tensor]) -> "Module":

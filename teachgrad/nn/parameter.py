@@ -6,7 +6,7 @@ registers it, so that ``model.parameters()`` finds it. That is all.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from teachgrad.tensor import Tensor
 
@@ -41,3 +41,15 @@ class Parameter(Tensor):
         copied = Parameter(self.detach().clone(), self.requires_grad)
         memo[id(self)] = copied
         return copied
+
+
+def forget_grads(params: Iterable[Tensor], set_to_none: bool = True) -> None:
+    """What ``zero_grad`` does for a module and an optimizer alike: each gradient
+    becomes ``None`` (the default, as in PyTorch) or is zeroed in place."""
+    for param in params:
+        if param.grad is None:
+            continue
+        if set_to_none:
+            param.grad = None
+        else:
+            param.grad.detach().zero_()

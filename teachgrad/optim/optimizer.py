@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 import teachgrad as tg
+from teachgrad.nn.parameter import forget_grads
 from teachgrad.tensor import Tensor
 
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
@@ -81,14 +82,7 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget every parameter's gradient: ``None`` (default) or zeros in place."""
         for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                if set_to_none:
-                    param.grad = None
-                else:
-                    with tg.no_grad():
-                        param.grad.zero_()
+            forget_grads(group["params"], set_to_none)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; returns ``closure()`` if given.
