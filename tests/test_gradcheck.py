@@ -257,6 +257,32 @@ def test_matmul_with_transposed_operands():
     assert gradcheck(lambda a: a @ a.mT, (batch,))
 
 
+@FAST
+@given(data=st.data(), lead=st.sampled_from([(), (3,), (2, 3)]), with_bias=st.booleans())
+def test_linear(data, lead, with_bias):
+    # one Function for x @ W.T + b, with any leading dimensions on x (1-D x included)
+    x = leaf(data.draw(values(lead + (4,))))
+    w = leaf(data.draw(values((2, 4))))
+    args = (x, w, leaf(data.draw(values((2,))))) if with_bias else (x, w)
+    assert gradcheck(tg.nn.functional.linear, args)
+
+
+def test_linear_is_one_node_and_matches_the_separate_operations():
+    rng = np.random.default_rng(6)
+    x, w, b = (leaf(rng.standard_normal(shape)) for shape in [(5, 3), (4, 3), (4,)])
+    out = tg.nn.functional.linear(x, w, b)
+    assert out.grad_fn.name() == "LinearBackward"
+    np.testing.assert_allclose(out.detach().numpy(), (x @ w.T + b).detach().numpy(), rtol=1e-12)
+    out.sum().backward()
+    grads = [t.grad.numpy() for t in (x, w, b)]
+    for t in (x, w, b):
+        t.grad = None
+    (x @ w.T + b).sum().backward()
+    for got, t in zip(grads, (x, w, b)):
+        np.testing.assert_allclose(got, t.grad.numpy(), rtol=1e-12)
+    assert w.grad.is_contiguous()  # the weight's gradient comes out in the weight's layout
+
+
 def test_mm_and_bmm():
     rng = np.random.default_rng(0)
     assert gradcheck(tg.mm, (leaf(rng.standard_normal((2, 3))), leaf(rng.standard_normal((3, 2)))))
@@ -409,3 +435,33 @@ def test_dtype_casts_pass_gradients_back_in_the_input_dtype():
     y.backward()
     assert x.grad.dtype is tg.float64
     assert x.grad.tolist() == [3.0, 4.0]
+
+
+# -- losses ---------------------------------------------------------------------------------
+
+LOSS_SHAPES = [(3,), (4, 3), (2, 3, 2)]  # one sample, a batch, a batch with an extra dim
+
+
+@FAST
+@given(data=st.data(), shape=st.sampled_from(LOSS_SHAPES),
+       reduction=st.sampled_from(["mean", "sum", "none"]))
+def test_mse_and_l1_loss(data, shape, reduction):
+    F = tg.nn.functional
+    a = leaf(data.draw(values(shape, off_grid, unique=True)))
+    target = tg.tensor(data.draw(values(shape, on_grid)), dtype=tg.float64)  # never equal to a
+    assert gradcheck(lambda x: F.mse_loss(x, target, reduction=reduction), (a,))
+    assert gradcheck(lambda x: F.l1_loss(x, target, reduction=reduction), (a,))
+
+
+@FAST
+@given(data=st.data(), shape=st.sampled_from(LOSS_SHAPES),
+       reduction=st.sampled_from(["mean", "sum", "none"]))
+def test_cross_entropy_and_nll_loss(data, shape, reduction):
+    F = tg.nn.functional
+    scores = leaf(data.draw(values(shape)))
+    classes = shape[0] if len(shape) == 1 else shape[1]
+    target_shape = () if len(shape) == 1 else (shape[0], *shape[2:])
+    target = tg.tensor(data.draw(hnp.arrays(np.int64, target_shape,
+                                            elements=st.integers(0, classes - 1))))
+    assert gradcheck(lambda x: F.cross_entropy(x, target, reduction=reduction), (scores,))
+    assert gradcheck(lambda x: F.nll_loss(x, target, reduction=reduction), (scores,))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import warnings
 
 import teachgrad as tg
+from teachgrad.ops.linalg import Linear as LinearFunction
+from teachgrad.ops.loss import NLLLoss
 from teachgrad.tensor import Tensor
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -58,10 +60,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"features in its last dimension, but the weight of shape {tuple(weight.shape)} expects "
             f"{in_features}. Fix: make the layer's in_features match the input's last dimension."
         )
-    output = input @ weight.T
-    if bias is not None:
-        output = output + bias
-    return output
+    one_dtype = input.dtype == weight.dtype and (bias is None or bias.dtype == weight.dtype)
+    if bias is not None and (not one_dtype or tuple(bias.shape) != (weight.shape[0],)):
+        # mixed dtypes or a bias to broadcast: the separate operations handle them
+        return input @ weight.T + bias
+    if not one_dtype:
+        return input @ weight.T
+    return LinearFunction.apply(input, weight, bias)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -156,12 +161,11 @@ def _pick_true_class(input: Tensor, target: Tensor, reduction: str) -> Tensor:
         class_last = (0, *range(2, input.ndim), 1)
         rows = input.permute(*class_last).reshape(-1, input.shape[1])
         flat_target = target.reshape(-1)
-    # Pick, in each row, the log-probability of the true class.
-    row_index = tg.arange(rows.shape[0], device=input.device)
-    losses = -rows[row_index, flat_target]
-    if input.ndim != 2:
+    # Pick, in each row, the log-probability of the true class (and reduce).
+    losses = NLLLoss.apply(rows, flat_target, reduction)
+    if input.ndim != 2 and reduction == "none":
         losses = losses.reshape(*target.shape)
-    return _reduce(losses, reduction)
+    return losses
 
 
 def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
@@ -206,7 +210,9 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor) -> None:
         )
     if target.numel() == 0:
         return
-    low, high = int(target.min().item()), int(target.max().item())
+    backend = target._backend  # two reductions, no graph: on the backend directly
+    low, high = (int(backend.to_numpy(backend.reduce(op, target._array, None, False)))
+                 for op in ("min", "max"))
     if low < 0 or high >= num_classes:
         bad = low if low < 0 else high
         raise IndexError(

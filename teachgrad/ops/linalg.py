@@ -59,3 +59,34 @@ class MatMul(Function):
 def _is_transposed(t: Tensor) -> bool:
     """True when ``t`` is the transpose of row-major data: its last two dims are swapped."""
     return not t.is_contiguous() and t.mT.is_contiguous()
+
+
+class Linear(Function):
+    """``x @ weight.T + bias`` as one operation, as PyTorch's ``linear`` is.
+
+    The same arithmetic as the three operations it replaces (a transpose, a
+    matmul, an add), but one node in the graph instead of three, and each
+    gradient computed in the layout its parameter has.
+    """
+
+    rule = "y = x @ Wᵀ + b:  ∂y/∂x = grad @ W,  ∂y/∂W = gradᵀ @ x,  ∂y/∂b = Σ grad over rows"
+
+    @staticmethod
+    def forward(ctx: Context, x: Tensor, weight: Tensor, bias: Tensor | None = None):
+        ctx.save_for_backward(x, weight)
+        backend = ctx.backend
+        out = backend.matmul(x._array, backend.permute(weight._array, (1, 0)))
+        if bias is not None:
+            backend.binary_inplace("add", out, bias._array)  # out is new: no copy needed
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        x, weight = ctx.saved_tensors
+        needs_x, needs_w, needs_b = ctx.needs_input_grad
+        # leading dimensions of x (a batch, a sequence, ...) are all rows to W
+        rows = grad.reshape(-1, grad.shape[-1])
+        dx = grad @ weight if needs_x else None
+        dw = rows.mT @ x.reshape(-1, x.shape[-1]) if needs_w else None
+        db = rows.sum(0) if needs_b else None
+        return dx, dw, db
