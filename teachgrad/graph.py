@@ -9,8 +9,14 @@ Viewers (the graph widget, a notebook, a test) read this instead of walking
 
 Node kinds: ``"op"`` for a recorded operation (its ``grad_fn``), ``"leaf"`` for a
 tensor that requires grad (an input or parameter), ``"output"`` for the tensor
-the snapshot was taken of. Edges go from producer to consumer in argument
+the snapshot was taken of, and ``"block"`` for a whole module drawn as one node
+(:func:`collapse_blocks`). Edges go from producer to consumer in argument
 order; an input used twice (``x * x``) gives two edges.
+
+Given ``group_by=model``, every node also says which child module of ``model``
+made it (its *block*: ``"0"``, ``"encoder"``), read from the modules that were
+running when the operation was recorded; :func:`collapse_blocks` then draws
+each block as a single node, so a deep network fits on a screen.
 """
 from __future__ import annotations
 
@@ -37,6 +43,7 @@ class GraphNode:
     grad: list | float | None = None  # a leaf's .grad (small) once backward has run
     rule: str = ""  # an op's derivative rule
     sequence: int | None = None  # creation order of an op
+    block: str = ""  # with ``snapshot(group_by=module)``: the child module it belongs to
 
 
 @dataclass
@@ -51,6 +58,7 @@ class Graph:
     nodes: list[GraphNode] = field(default_factory=list)
     edges: list[GraphEdge] = field(default_factory=list)
     truncated: bool = False  # True when the node budget cut the walk short
+    blocks: dict[str, str] = field(default_factory=dict)  # block name -> label ("0: Linear")
 
     def node(self, node_id: str) -> GraphNode:
         return next(n for n in self.nodes if n.id == node_id)
@@ -88,11 +96,26 @@ def _tensor_node(t: Tensor, kind: str, label: str) -> GraphNode:
     )
 
 
-def snapshot(root: Tensor, names: dict[str, Tensor] | None = None, max_nodes: int = 200) -> Graph:
-    """Walk the graph behind ``root`` (breadth first) into a :class:`Graph`."""
+def snapshot(root: Tensor, names: dict[str, Tensor] | None = None, max_nodes: int = 200,
+             group_by: Any = None) -> Graph:
+    """Walk the graph behind ``root`` (breadth first) into a :class:`Graph`.
+
+    ``group_by``: a Module; each node then records which of its children made it.
+    """
     by_id = {id(t): n for n, t in (names or {}).items() if isinstance(t, Tensor)}
     graph = Graph()
+    if group_by is not None and not hasattr(group_by, "named_children"):
+        raise TypeError(f"group_by must be an nn.Module, not {type(group_by).__name__}")
+    ops = _walk(root, by_id, max_nodes, graph)
+    if group_by is not None:
+        _assign_blocks(graph, ops, group_by)
+    return graph
+
+
+def _walk(root: Tensor, by_id: dict[int, str], max_nodes: int, graph: Graph) -> dict[str, Node]:
+    """Fill ``graph``; returns the recorded operations it drew, by node id."""
     seen: dict[int, str] = {}
+    ops: dict[str, Node] = {}
 
     def leaf_id(acc: AccumulateGrad) -> str:
         t = acc.variable
@@ -106,7 +129,7 @@ def snapshot(root: Tensor, names: dict[str, Tensor] | None = None, max_nodes: in
         # nothing recorded: a bare leaf (with the id its backward step will name) or a constant
         kind, label = ("leaf", _shape_label(root)) if root.requires_grad else ("output", "output")
         graph.nodes.append(_tensor_node(root, kind, by_id.get(id(root), label)))
-        return graph
+        return ops
     out = _tensor_node(root, "output", by_id.get(id(root), "output"))
     graph.nodes.append(out)
 
@@ -119,6 +142,7 @@ def snapshot(root: Tensor, names: dict[str, Tensor] | None = None, max_nodes: in
             graph.truncated = True
             break
         graph.nodes.append(_op_node(fn))
+        ops[node_id(fn)] = fn
         for pos, (nxt, _) in enumerate(fn.next_functions):
             if nxt is None:
                 continue
@@ -133,7 +157,59 @@ def snapshot(root: Tensor, names: dict[str, Tensor] | None = None, max_nodes: in
     if graph.truncated:
         kept = {n.id for n in graph.nodes}
         graph.edges = [e for e in graph.edges if e.source in kept and e.target in kept]
-    return graph
+    return ops
+
+
+def _assign_blocks(graph: Graph, ops: dict[str, Node], module: Any) -> None:
+    """Label each node with the child of ``module`` that made it (ops) or owns it (parameters)."""
+    block_of_module: dict[int, str] = {}
+    block_of_leaf: dict[str, str] = {}
+    for name, child in module.named_children():
+        graph.blocks[name] = f"{name}: {type(child).__name__}"
+        block_of_module[id(child)] = name
+        for p in child.parameters():
+            block_of_leaf.setdefault(node_id(p), name)
+    for n in graph.nodes:
+        if n.kind == "op":
+            path = ops[n.id].module_path
+            n.block = next((block_of_module[id(m)] for m in path if id(m) in block_of_module), "")
+        elif n.kind == "leaf":
+            n.block = block_of_leaf.get(n.id, "")
+
+
+def collapse_blocks(graph: Graph) -> Graph:
+    """A copy of ``graph`` with each block (see ``snapshot(group_by=)``) drawn as one node.
+
+    The block's node shows the shape of its last operation's output; edges inside
+    a block disappear, and edges into or out of it are kept once each.
+    """
+    members: dict[str, list[GraphNode]] = {}
+    for n in graph.nodes:
+        if n.block:
+            members.setdefault(n.block, []).append(n)
+    new_id = {n.id: _block_id(n.block) for ns in members.values() for n in ns}
+    nodes = [n for n in graph.nodes if not n.block]
+    for block, ns in members.items():
+        ops = [n for n in ns if n.kind == "op"]
+        last = max(ops, key=lambda n: n.sequence or 0) if ops else ns[0]
+        count = f"{len(ops)} operation{'s' if len(ops) != 1 else ''}"
+        nodes.append(GraphNode(id=_block_id(block), kind="block",
+                               label=graph.blocks.get(block, block), shape=last.shape,
+                               dtype=last.dtype, rule=count, block=block,
+                               sequence=last.sequence))
+    edges, kept = [], set()
+    for e in graph.edges:
+        source, target = new_id.get(e.source, e.source), new_id.get(e.target, e.target)
+        if source == target or (source, target) in kept:
+            continue
+        kept.add((source, target))
+        position = e.position if target == e.target else 0
+        edges.append(GraphEdge(source, target, position))
+    return Graph(nodes, edges, graph.truncated, dict(graph.blocks))
+
+
+def _block_id(block: str) -> str:
+    return "block_" + "".join(c if c.isalnum() else "_" for c in block)
 
 
 def _shape_label(t: Tensor) -> str:
@@ -159,7 +235,7 @@ def _fmt(v: Any) -> str:
 
 
 def to_dot(graph: Graph, rankdir: str = "LR", highlight: Iterable[str] = ()) -> str:
-    """Graphviz DOT text: tensors as boxes, operations as ellipses."""
+    """Graphviz DOT text: tensors as boxes, operations as ellipses, blocks boxed around."""
     highlight = set(highlight)
     lines = [
         "digraph autograd {",
@@ -176,8 +252,12 @@ def to_dot(graph: Graph, rankdir: str = "LR", highlight: Iterable[str] = ()) -> 
                 rows.append(html.escape("×".join(map(str, n.shape))))
         if n.grad is not None:
             rows.append(f"grad {html.escape(_fmt(n.grad))}")
+        if n.kind == "block":
+            rows.append(html.escape(n.rule))  # how many operations it stands for
         label = "<" + "<br/>".join(rows) + ">"
-        if n.kind == "op":
+        if n.kind == "block":
+            style = 'shape=box3d, style=filled, fillcolor="#ece4f7", color="#6a4c93"'
+        elif n.kind == "op":
             style = 'shape=ellipse, style=filled, fillcolor="#dbe9f6", color="#4a7ab0"'
         elif n.kind == "leaf":
             style = 'shape=box, style="rounded,filled", fillcolor="#e8f5e1", color="#4f8a3c"'
@@ -186,6 +266,7 @@ def to_dot(graph: Graph, rankdir: str = "LR", highlight: Iterable[str] = ()) -> 
         if n.id in highlight:
             style += ', penwidth=3, color="#d62728"'
         lines.append(f"  {n.id} [label={label}, {style}];")
+    lines += _clusters(graph)
     counts: dict[tuple[str, str], int] = {}
     for e in graph.edges:
         counts[(e.source, e.target)] = counts.get((e.source, e.target), 0) + 1
@@ -198,3 +279,17 @@ def to_dot(graph: Graph, rankdir: str = "LR", highlight: Iterable[str] = ()) -> 
                      'pass max_nodes= for more"];')
     lines.append("}")
     return "\n".join(lines)
+
+
+def _clusters(graph: Graph) -> list[str]:
+    """A dashed frame per block around the nodes it made (not for collapsed blocks)."""
+    members: dict[str, list[str]] = {}
+    for n in graph.nodes:
+        if n.block and n.kind != "block":
+            members.setdefault(n.block, []).append(n.id)
+    lines = []
+    for i, (block, ids) in enumerate(members.items()):
+        label = html.escape(graph.blocks.get(block, block))
+        lines.append(f'  subgraph cluster_{i} {{ label=<{label}>; style="rounded,dashed"; '
+                     f'color="#6a4c93"; fontcolor="#6a4c93"; {"; ".join(ids)}; }}')
+    return lines

@@ -151,3 +151,80 @@ def test_a_module_names_its_parameters_and_big_tensors_show_their_shape():
     assert ">4×3<" in svg  # 12 values: too many to print, the shape instead
     bias_grad = model[2].bias.grad.numpy()[0]
     assert f">grad [{bias_grad:.0f}.]<" in svg  # a one-element grad is printed
+
+
+class Block(tg.nn.Module):
+    """A repeated block: its own Linear and Tanh, called as one module."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.linear = tg.nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.linear(x).tanh() + x
+
+
+def deep_model(depth: int = 12, width: int = 3):
+    return tg.nn.Sequential(*[Block(width) for _ in range(depth)], tg.nn.Linear(width, 1))
+
+
+def test_snapshot_groups_nodes_by_the_child_module_that_made_them():
+    model = deep_model(depth=2)
+    loss = model(tg.randn(4, 3)).pow(2).mean()
+    graph = tg.graph.snapshot(loss, names=dict(model.named_parameters()), group_by=model)
+    blocks = {n.label: n.block for n in graph.nodes if n.kind == "leaf"}
+    assert blocks == {"0.linear.weight": "0", "0.linear.bias": "0", "1.linear.weight": "1",
+                      "1.linear.bias": "1", "2.weight": "2", "2.bias": "2"}
+    ops = [(n.label, n.block) for n in sorted(graph.nodes, key=lambda n: n.sequence or -1)
+           if n.kind == "op"]
+    assert ops == [("Linear", "0"), ("Tanh", "0"), ("Add", "0"),
+                   ("Linear", "1"), ("Tanh", "1"), ("Add", "1"),
+                   ("Linear", "2"), ("Pow", ""), ("Mean", "")]  # the loss is outside the model
+    assert graph.blocks == {"0": "0: Block", "1": "1: Block", "2": "2: Linear"}
+    assert graph.to_dot().count("subgraph cluster_") == 3
+
+
+def test_collapse_blocks_keeps_the_connections_between_blocks():
+    model = deep_model(depth=2)
+    x = tg.randn(4, 3, requires_grad=True)
+    graph = tg.graph.snapshot(model(x).sum(), group_by=model)
+    collapsed = tg.graph.collapse_blocks(graph)
+    kinds = sorted(n.kind for n in collapsed.nodes)
+    assert kinds == ["block", "block", "block", "leaf", "op", "output"]  # x, Sum, the output
+    block_nodes = {n.id: n for n in collapsed.nodes if n.kind == "block"}
+    assert [block_nodes[i].label for i in sorted(block_nodes)] == ["0: Block", "1: Block",
+                                                                   "2: Linear"]
+    assert block_nodes["block_0"].rule == "3 operations" and block_nodes["block_2"].shape == (4, 1)
+    pairs = {(e.source, e.target) for e in collapsed.edges}
+    x_id = node_id(x)
+    # x feeds block 0 (the Linear and the residual Add: drawn once); the residual
+    # connection of block 1 also reads block 0's output
+    assert {(x_id, "block_0"), ("block_0", "block_1"), ("block_1", "block_2")} <= pairs
+    assert len(collapsed.edges) == len(pairs)
+    assert not any(e.source == e.target for e in collapsed.edges)
+
+
+def test_graph_view_collapses_a_deep_model_that_is_over_the_node_budget():
+    model = deep_model(depth=12)
+    loss = model(tg.randn(4, 3)).pow(2).mean()
+    view = GraphView(loss, names=model, group_by=model, max_nodes=40)
+    assert view.collapse_toggle.layout.display is None  # the switch is shown
+    assert view.graph.truncated and "Switch on collapse blocks" in view.message.value
+    view.collapse_toggle.value = True  # what a click does
+    assert not view.graph.truncated and view.message.value == ""
+    titles = node_titles(view.to_svg())
+    assert {f"block_{i}" for i in range(13)} <= titles
+    assert len(titles) == 13 + 3  # the blocks, Pow, Mean and the output
+    assert "11: Block" in view.to_svg() and "12: Linear" in view.to_svg()
+    view.collapse_toggle.value = False
+    assert view.graph.truncated and not any(t.startswith("block_") for t in
+                                            node_titles(view.to_svg()))
+
+
+def test_collapse_needs_a_module_to_group_by():
+    loss = deep_model(depth=1)(tg.randn(2, 3)).sum()
+    with pytest.raises(ValueError, match="collapse=True needs group_by=model"):
+        GraphView(loss, collapse=True)
+    with pytest.raises(TypeError, match="group_by must be an nn.Module, not dict"):
+        GraphView(loss, group_by={})
+    assert GraphView(loss).collapse_toggle.layout.display == "none"

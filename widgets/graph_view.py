@@ -15,6 +15,12 @@ their values, and a leaf shows its ``.grad`` once backward has run (press
 The picture comes from :func:`teachgrad.graph.snapshot` and
 :func:`teachgrad.graph.to_dot`; this module only lays it out (Graphviz) and
 puts it in a widget. Big graphs are cut at ``max_nodes`` with a note saying so.
+
+For a network, pass the model as ``group_by``: the nodes each child module
+made are framed together, and the *collapse blocks* switch draws each child as
+one node, so a deep model stays readable::
+
+    GraphView(loss, names=model, group_by=model, collapse=True)
 """
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ from typing import Any, Iterable
 import ipywidgets as widgets
 import numpy as np
 
-from teachgrad.graph import Graph, snapshot
+from teachgrad.graph import Graph, collapse_blocks, snapshot
 
 from ._display import StaticSVG
 from ._format import format_array
@@ -34,6 +40,8 @@ from .render import GraphvizUnavailable, render_svg_with_backend, text_svg
 
 #: Node budget of a GraphView: enough for a small MLP, still readable on screen.
 DEFAULT_MAX_NODES = 80
+#: With blocks collapsed, how many nodes the snapshot may hold before collapsing.
+COLLAPSED_WALK_BUDGET = 20_000
 #: Tensors with more elements than this show their shape instead of their values.
 SHOW_VALUES_UP_TO = 6
 
@@ -63,7 +71,7 @@ def compact(graph: Graph, show_values_up_to: int = SHOW_VALUES_UP_TO) -> Graph:
 
     nodes = [dataclasses.replace(n, value=n.value if small(n.value) else None,
                                  grad=n.grad if small(n.grad) else None) for n in graph.nodes]
-    return Graph(nodes, graph.edges, graph.truncated)
+    return dataclasses.replace(graph, nodes=nodes)
 
 
 def describe_nodes(graph: Graph) -> dict[str, str]:
@@ -142,22 +150,35 @@ class GraphView(StaticSVG, widgets.VBox):
         rankdir: ``"LR"`` (left to right) or ``"TB"`` (top to bottom).
         max_nodes: node budget; larger graphs are cut, with a note.
         backend: Graphviz backend for :func:`~teachgrad.widgets.render.render_svg`.
+        group_by: a Module: frame the nodes made by each of its children together
+            and offer a switch that draws each child as a single node.
+        collapse: start with the children collapsed (needs ``group_by``).
 
     Attributes:
-        graph: the latest :class:`teachgrad.graph.Graph` snapshot.
+        graph: the latest :class:`teachgrad.graph.Graph` snapshot (never collapsed).
         picture: the latest :class:`Picture`.
     """
 
     def __init__(self, tensor: Any, names: dict[str, Any] | None = None, rankdir: str = "LR",
-                 max_nodes: int = DEFAULT_MAX_NODES, backend: str | None = None) -> None:
+                 max_nodes: int = DEFAULT_MAX_NODES, backend: str | None = None,
+                 group_by: Any = None, collapse: bool = False) -> None:
         if rankdir not in ("LR", "TB"):
             raise ValueError(f"rankdir must be 'LR' (left to right) or 'TB' (top to bottom), "
                              f"not {rankdir!r}")
         if max_nodes < 2:
             raise ValueError(f"max_nodes must be at least 2 (the output and one node), "
                              f"not {max_nodes}")
+        if collapse and group_by is None:
+            raise ValueError("collapse=True needs group_by=model: the module whose children "
+                             "are the blocks to collapse")
+        if group_by is not None and not hasattr(group_by, "named_children"):
+            raise TypeError(f"group_by must be an nn.Module, not {type(group_by).__name__}")
         self.tensor, self.names = tensor, resolve_names(names)
-        self.max_nodes, self.backend = max_nodes, backend
+        self.max_nodes, self.backend, self.group_by = max_nodes, backend, group_by
+        self.collapse_toggle = widgets.ToggleButton(
+            value=collapse, description="collapse blocks", icon="compress",
+            tooltip="draw each child module as one node",
+            layout=widgets.Layout(display=None if group_by is not None else "none"))
         self.layout_toggle = widgets.ToggleButtons(
             options=[("left → right", "LR"), ("top → bottom", "TB")], value=rankdir,
             description="layout", style={"button_width": "110px"})
@@ -166,9 +187,11 @@ class GraphView(StaticSVG, widgets.VBox):
             tooltip="take a new snapshot of the graph (e.g. to show grads after backward())")
         self.message = widgets.HTML()
         self.canvas = widgets.HTML()
-        super().__init__([widgets.HBox([self.layout_toggle, self.refresh_button]),
+        super().__init__([widgets.HBox([self.layout_toggle, self.collapse_toggle,
+                                        self.refresh_button]),
                           self.message, self.canvas])
         self.layout_toggle.observe(lambda change: self._draw(), names="value")
+        self.collapse_toggle.observe(lambda change: self.refresh(), names="value")
         self.refresh_button.on_click(lambda button: self.refresh())
         self.refresh()
 
@@ -178,17 +201,37 @@ class GraphView(StaticSVG, widgets.VBox):
 
     def refresh(self) -> None:
         """Take a new snapshot of the graph (values and grads as they are now) and redraw."""
-        self.graph = snapshot(self.tensor, names=self.names, max_nodes=self.max_nodes)
+        # collapsed, the budget applies to what is drawn: walk the whole graph first
+        walk_budget = COLLAPSED_WALK_BUDGET if self.collapse_toggle.value else self.max_nodes
+        self.graph = snapshot(self.tensor, names=self.names, max_nodes=walk_budget,
+                              group_by=self.group_by)
         self._draw()
 
+    @property
+    def shown(self) -> Graph:
+        """The graph as drawn: :attr:`graph`, or its collapsed form."""
+        return collapse_blocks(self.graph) if self.collapse_toggle.value else self.graph
+
     def _draw(self) -> None:
-        self.picture = draw(self.graph, self.rankdir, backend=self.backend)
+        shown = self.shown
+        self.picture = draw(shown, self.rankdir, backend=self.backend)
         self.canvas.value = picture_html(self.picture)
         notes = []
-        if self.graph.truncated:
+        collapsed = self.collapse_toggle.value
+        if collapsed and self.graph.truncated:
+            notes.append(f"This graph has more than {COLLAPSED_WALK_BUDGET} nodes: the blocks "
+                         "show only the part closest to the output.")
+        elif collapsed and len(shown.nodes) > self.max_nodes:
+            notes.append(f"Even with blocks collapsed this graph has {len(shown.nodes)} "
+                         f"nodes, more than the budget of {self.max_nodes}: it may be hard "
+                         "to read.")
+        elif self.graph.truncated:
             notes.append(f"This graph has more than {self.max_nodes} nodes: showing the "
-                         f"{self.max_nodes} closest to the output. Pass a larger max_nodes= to "
-                         "see more (the picture gets harder to read).")
+                         f"{self.max_nodes} closest to the output. "
+                         + ("Switch on collapse blocks to see all of it, or pass"
+                            if self.group_by is not None else
+                            "Pass group_by=model to collapse its layers, or")
+                         + " a larger max_nodes= to see more (the picture gets harder to read).")
         if self.picture.drawn_by is None:
             notes.append("Graphviz is missing, so the graph is listed as text below.")
         self.message.value = "".join(f'<div style="color:#8a5a00">{escape(n)}</div>' for n in notes)

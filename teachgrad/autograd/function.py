@@ -21,6 +21,9 @@ Tensor: Any = None
 
 _sequence = itertools.count()  # creation order of nodes: later nodes run first in backward
 SMALL_OUTPUT = 16  # outputs with at most this many elements keep their values for the graph view
+#: The modules whose ``forward`` is running now, outermost first (``nn.Module.__call__``
+#: keeps it). Each node records it, so a graph view can group nodes by module.
+module_path: tuple = ()
 
 FREED_GRAPH_MESSAGE = (
     "Trying to backward through the graph a second time (or to use saved tensors after "
@@ -88,7 +91,8 @@ class Node:
     """
 
     __slots__ = ("function", "ctx", "next_functions", "input_meta", "num_outputs",
-                 "output_meta", "sequence", "pre_hooks", "output_values", "__weakref__")
+                 "output_meta", "sequence", "pre_hooks", "output_values", "module_path",
+                 "__weakref__")
 
     def __init__(self, function: type["Function"], ctx: Context, inputs: tuple, outputs: tuple) -> None:
         self.function = function
@@ -100,6 +104,7 @@ class Node:
         self.sequence = next(_sequence)
         self.pre_hooks: dict[int, list[Callable]] = {}  # output index -> tensor hooks
         self.output_values = tuple(map(_small_values, outputs))  # kept for the graph view
+        self.module_path = module_path  # the modules that were running when it was made
 
     def name(self) -> str:
         return self.function.__name__ + "Backward"

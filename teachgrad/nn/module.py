@@ -91,7 +91,13 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # The single entry point of every module call: forward/backward hooks go here.
-        return self.forward(*args, **kwargs)
+        # The graph nodes made inside remember this module (a graph view groups by it).
+        outer = function.module_path
+        function.module_path = outer + (self,)
+        try:
+            return self.forward(*args, **kwargs)
+        finally:
+            function.module_path = outer
 
     # -- registration ----------------------------------------------------------
     def _require_init(self, what: str) -> None:
