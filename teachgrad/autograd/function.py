@@ -97,13 +97,18 @@ class Node:
     def __init__(self, function: type["Function"], ctx: Context, inputs: tuple, outputs: tuple) -> None:
         self.function = function
         self.ctx = ctx
-        self.next_functions: tuple[tuple[Any, int], ...] = tuple(map(_edge_of, inputs))
-        self.input_meta = tuple(map(_meta, inputs))  # (shape, dtype, device), None for non-tensors
+        # one pass over the inputs and one over the outputs (this runs for every operation)
+        edges, metas = [], []
+        for arg in inputs:
+            edges.append(_edge_of(arg))
+            metas.append(_meta(arg))
+        self.next_functions: tuple[tuple[Any, int], ...] = tuple(edges)
+        self.input_meta = tuple(metas)  # (shape, dtype, device), None for non-tensors
         self.num_outputs = len(outputs)
-        self.output_meta = tuple(map(_meta, outputs))
+        self.output_meta = tuple([_meta(o) for o in outputs])
         self.sequence = next(_sequence)
         self.pre_hooks: dict[int, list[Callable]] = {}  # output index -> tensor hooks
-        self.output_values = tuple(map(_small_values, outputs))  # kept for the graph view
+        self.output_values = tuple([_small_values(o) for o in outputs])  # for the graph view
         self.module_path = module_path  # the modules that were running when it was made
 
     def name(self) -> str:
