@@ -51,7 +51,8 @@ class Tensor(InPlaceMethods):
     # A fixed set of fields (no per-tensor __dict__): tensors are made by the
     # thousand, and this makes each one smaller and quicker to make and to read.
     __slots__ = ("_array", "_backend", "device", "dtype", "requires_grad", "grad", "grad_fn",
-                 "_output_nr", "_version", "_accumulate_node", "_retains_grad", "__weakref__")
+                 "_output_nr", "_version_counter", "_accumulate_node", "_retains_grad",
+                 "__weakref__")
 
     def __init__(self, data: Any = (), dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:
@@ -71,7 +72,7 @@ class Tensor(InPlaceMethods):
         self.grad: Tensor | None = None
         self.grad_fn = None
         self._output_nr = 0
-        self._version = 0
+        self._version_counter = [0]  # one list shared by every view of the same storage
         self._accumulate_node: AccumulateGrad | None = None
         self._retains_grad = False
 
@@ -244,8 +245,22 @@ class Tensor(InPlaceMethods):
         return self
 
     def detach(self) -> "Tensor":
-        """The same data, cut out of the graph (shares storage, like PyTorch)."""
-        return Tensor._make(self._array, self._backend, self.device)
+        """The same data, cut out of the graph (shares storage, like PyTorch).
+
+        It also shares the version counter: changing the detached tensor in place
+        is noticed by a backward that saved the original.
+        """
+        t = Tensor._make(self._array, self._backend, self.device)
+        t._version_counter = self._version_counter
+        return t
+
+    @property
+    def _version(self) -> int:
+        """How many in-place changes this tensor's storage has had (views share the count)."""
+        return self._version_counter[0]
+
+    def _bump_version(self) -> None:
+        self._version_counter[0] += 1
 
     def detach_(self) -> "Tensor":
         self.grad_fn = None

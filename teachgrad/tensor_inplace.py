@@ -41,14 +41,14 @@ class InPlaceMethods:
         """Replace the data in place (keeps dtype; bumps the version counter)."""
         self._array = array
         self.dtype = dtypes.from_numpy_dtype(array.dtype)
-        self._version += 1
+        self._bump_version()
 
     def _inplace(self, result: "Tensor") -> "Tensor":
         """Copy an already computed ``result`` into this tensor's storage."""
         self._check_inplace()
         self._check_inplace_result(tuple(result.shape), result.dtype)
         self._backend.setitem(self._array, (Ellipsis,), result.to(self.dtype)._array)
-        self._version += 1
+        self._bump_version()
         return self
 
     def copy_(self, src: "Tensor") -> "Tensor":
@@ -61,13 +61,13 @@ class InPlaceMethods:
         if broadcast_shapes(tuple(self.shape), src_shape, "copy_") != tuple(self.shape):
             raise RuntimeError(f"copy_: cannot broadcast {list(src_shape)} into {list(self.shape)}")
         self._backend.setitem(self._array, (Ellipsis,), src._array)
-        self._version += 1
+        self._bump_version()
         return self
 
     def fill_(self, value: float) -> "Tensor":
         self._check_inplace()
         self._backend.setitem(self._array, (Ellipsis,), value)
-        self._version += 1
+        self._bump_version()
         return self
 
     def zero_(self) -> "Tensor":
@@ -95,7 +95,7 @@ class InPlaceMethods:
             self._check_inplace_result(tuple(self.shape), a.dtype)
             operand = b
         self._backend.binary_inplace(op, self._array, operand)
-        self._version += 1
+        self._bump_version()
         return self
 
     def _check_inplace_result(self, shape: tuple, dtype: DType) -> None:
@@ -152,5 +152,5 @@ class InPlaceMethods:
     def _fill_from_host(self, values: np.ndarray) -> "Tensor":
         """Write host values into the existing storage, so views see them too."""
         self._backend.setitem(self._array, (Ellipsis,), self._backend.from_numpy(values))
-        self._version += 1
+        self._bump_version()
         return self

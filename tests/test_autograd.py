@@ -476,6 +476,42 @@ def test_in_place_change_of_a_saved_tensor_raises_the_version_error():
         y.backward()
 
 
+def test_views_and_detach_share_the_version_counter():
+    c = tg.tensor([[3.0, 4.0], [5.0, 6.0]])
+    views = [c.detach(), c.view(4), c.T, c[0], c[:, 1:], c.data, c.contiguous()]
+    for i, view in enumerate(views, start=1):
+        view.add_(0)
+        assert c._version == i and view._version == i
+    assert c.expand(3, 2, 2)._version == len(views)
+    copy = c.T.reshape(4)  # a transposed tensor reshaped is a copy: its own counter
+    copy.add_(1)
+    assert copy._version == 1 and c._version == len(views)
+    assert tg.tensor([1.0]).clone()._version == 0
+
+
+def test_in_place_change_through_a_view_or_detach_raises_the_version_error():
+    message = r"saved tensor 1, shape \[2, 2\]\) was modified in place"
+    x = leaf(1.0, 2.0).reshape(1, 2)
+    c = tg.tensor([[3.0, 4.0], [5.0, 6.0]])
+    y = (x * c).sum()
+    c[0].detach().add_(1)  # through a view of a detached tensor: still c's storage
+    with pytest.raises(RuntimeError, match=message):
+        y.backward()
+
+
+@pytest.mark.parametrize("op", ["exp", "tanh", "sigmoid", "sqrt"])
+def test_in_place_change_of_an_output_that_backward_reuses_raises(op):
+    # these backward formulas reuse the forward's result (tanh: 1 - out²)
+    x = leaf(1.0, 2.0)
+    y = getattr(x, op)()
+    with tg.no_grad():
+        y.view(2)[1:].mul_(2)
+    with pytest.raises(RuntimeError, match=r"the output of this operation\) was modified in "
+                                           r"place .*its version is 1, expected 0"):
+        y.sum().backward()
+    assert x.grad is None  # nothing was written
+
+
 def test_requires_grad_needs_a_floating_point_dtype():
     message = "only tensors of floating point dtype can require gradients, not teachgrad.int64"
     with pytest.raises(RuntimeError, match=message):

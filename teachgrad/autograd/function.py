@@ -48,6 +48,8 @@ class Context:
     _saved: tuple | None = ()
     _saved_versions: tuple = ()
     _non_differentiable: frozenset[int] = frozenset()
+    _out: Any = None
+    _out_version: tuple | None = None  # (the output's version counter, its value when recorded)
 
     def save_for_backward(self, *tensors: Any) -> None:
         """Keep ``tensors`` for backward (freed after it unless ``retain_graph``)."""
@@ -69,6 +71,26 @@ class Context:
                     "operation (x = x + 1 instead of x += 1), or .clone() it first."
                 )
         return self._saved
+
+    @property
+    def out(self) -> Any:
+        """The forward's own result (its backend array), kept when backward reuses it
+        (``tanh``'s slope is ``1 - out²``). Checked like saved tensors: changing the
+        output in place before backward is an error, not a wrong gradient."""
+        if self._out_version is not None:
+            counter, expected = self._out_version
+            if counter[0] != expected:
+                raise RuntimeError(
+                    f"one of the tensors needed for gradient computation (the output of this "
+                    f"operation) was modified in place after it was computed (its version is "
+                    f"{counter[0]}, expected {expected}). Fix: use an out-of-place operation "
+                    "(y = y * 2 instead of y *= 2), or .clone() it first."
+                )
+        return self._out
+
+    @out.setter
+    def out(self, value: Any) -> None:
+        self._out = value
 
     def mark_non_differentiable(self, *tensors: "Tensor") -> None:
         """Outputs listed here never require grad (e.g. the indices of ``max``)."""
@@ -196,6 +218,9 @@ class Function(metaclass=_FunctionMeta):
 
     #: One-line derivative rule shown by the backprop stepper.
     rule: str = ""
+    #: True for operations whose output can be a view of their first input (reshape,
+    #: permute, ...): when it is, the two share a version counter.
+    is_view: bool = False
 
     @staticmethod
     def forward(ctx: Context, *args: Any, **kwargs: Any) -> Any:
@@ -234,6 +259,9 @@ class Function(metaclass=_FunctionMeta):
             outputs = tuple(_as_output(o, device, backend, args) for o in raw)
         else:
             outputs = (_as_output(raw, device, backend, args),)
+        if cls.is_view and backend.shares_memory(outputs[0]._array, args[0]._array):
+            # a view: an in-place change through either one changes both
+            outputs[0]._version_counter = args[0]._version_counter
         if record:
             _record(cls, ctx, args, outputs)
         else:
@@ -273,6 +301,9 @@ def _as_output(out: Any, device: Device, backend: Any, inputs: tuple) -> Any:
 def _record(fn: type[Function], ctx: Context, args: tuple, outputs: tuple) -> None:
     """Leave a Node in the graph: the outputs' ``grad_fn``, with an edge per input."""
     node = Node(fn, ctx, args, outputs)
+    if ctx._out is not None:  # backward will read the first output: watch its version
+        counter = outputs[0]._version_counter
+        ctx._out_version = (counter, counter[0])
     for i, o in enumerate(outputs):
         if id(o) in ctx._non_differentiable or not o.dtype.is_floating_point:
             continue

@@ -132,6 +132,12 @@ class Backend(ABC):
     def contiguous(self, x: Array) -> Array:
         """A C-contiguous copy (or ``x`` itself when it already is)."""
 
+    def shares_memory(self, a: Array, b: Array) -> bool:
+        """Whether ``a`` and ``b`` may be views of the same memory (then an in-place change
+        of one is a change of the other). This default says no; backends that make
+        views override it."""
+        return False
+
     def is_contiguous(self, x: Array) -> bool:
         """Whether ``x``'s elements sit in row-major order, back to back (a view may not).
 

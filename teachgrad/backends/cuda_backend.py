@@ -179,6 +179,9 @@ class CudaBackend(Backend):
     def broadcast_to(self, x: StridedArray, shape) -> StridedArray:
         return broadcast_view(x, tuple(shape))
 
+    def shares_memory(self, a: StridedArray, b: StridedArray) -> bool:
+        return a.buffer is b.buffer  # a view keeps its base's buffer
+
     def is_contiguous(self, x: StridedArray) -> bool:
         return x.is_contiguous()
 

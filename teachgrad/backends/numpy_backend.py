@@ -129,6 +129,9 @@ class NumpyBackend(Backend):
     def is_contiguous(self, x):
         return x.flags.c_contiguous
 
+    def shares_memory(self, a, b):
+        return np.may_share_memory(a, b)  # compares address ranges: quick, may say yes wrongly
+
     def contiguous(self, x):
         # (np.ascontiguousarray would turn a 0-d array into a 1-d one)
         return x if x.flags.c_contiguous else np.array(x, order="C")

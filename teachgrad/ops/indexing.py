@@ -67,6 +67,7 @@ def _check_bounds(t: Tensor, index: list) -> None:
 
 class Index(Function):
     rule = "∂a[i]/∂a: the gradient goes back to the positions that were read (repeats add up)"
+    is_view = True  # basic indexing (ints, slices) gives a view
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, index: tuple):
@@ -107,7 +108,7 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
     if not isinstance(value, (int, float, bool)):
         _check_value_fits(t, idx, value)
     t._backend.setitem(t._array, idx, value)
-    t._version += 1
+    t._bump_version()
 
 
 def _check_value_fits(t: Tensor, idx: tuple, value: Any) -> None:

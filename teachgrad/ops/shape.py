@@ -11,6 +11,7 @@ from ..tensor import Tensor
 
 class Reshape(Function):
     rule = "∂reshape(a)/∂a: reshape the gradient back to a's shape"
+    is_view = True
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, shape: tuple):
@@ -24,6 +25,7 @@ class Reshape(Function):
 
 class Permute(Function):
     rule = "∂permute(a)/∂a: permute the gradient back with the inverse order"
+    is_view = True
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, axes: tuple):
@@ -40,6 +42,7 @@ class Permute(Function):
 
 class Expand(Function):
     rule = "∂expand(a)/∂a: sum the gradient over the repeated dimensions"
+    is_view = True
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, shape: tuple):
@@ -52,6 +55,7 @@ class Expand(Function):
 
 class Contiguous(Function):
     rule = "∂contiguous(a)/∂a = 1 (only the memory layout changes)"
+    is_view = True
 
     @staticmethod
     def forward(ctx: Context, a: Tensor):
