@@ -14,12 +14,10 @@ import numpy as np
 
 from . import dtypes
 from .autograd import function as _function_module
-from .autograd import grad_mode
 from .autograd.engine import run_backward
 from .autograd.function import AccumulateGrad
 from .backends import get_backend
 from .device import CPU, Device, as_device, mismatch_error
-from .dtypes import DType
 from .tensor_inplace import InPlaceMethods
 
 

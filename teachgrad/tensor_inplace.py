@@ -8,7 +8,7 @@ version counter, so a backward that saved the old values notices and refuses.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +16,9 @@ from . import dtypes
 from .autograd import function, grad_mode
 from .device import mismatch_error
 from .dtypes import DType
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .tensor import Tensor
 
 
 class InPlaceMethods:

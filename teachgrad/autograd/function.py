@@ -37,7 +37,9 @@ class Context:
     """What ``forward`` leaves for ``backward``: saved tensors and any attributes.
 
     ``ctx.needs_input_grad[i]`` tells whether input ``i`` wants a gradient, so
-    backward can skip work nobody asked for.
+    backward can skip work nobody asked for. ``ctx.out`` is for the forward's own
+    result when backward reuses it: reading it back checks, as ``saved_tensors``
+    does, that the output was not changed in place in between.
     """
 
     # Defaults live on the class: most operations never change them, and an

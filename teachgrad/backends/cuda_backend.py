@@ -23,7 +23,7 @@ from .. import _cuda_setup
 from ..kernels import elementwise, indexing, matmul as matmul_kernels, reduce as reduce_kernels
 from ..kernels.strided import StridedArray, broadcast_view, contiguous_strides, new_array
 from ..kernels.transfer import download, upload
-from .base import COMPARISONS, Array, Backend, Scalar
+from .base import COMPARISONS, Backend, Scalar
 
 #: The matmul kernel the backend uses: "naive", "tiled" or "register".
 MATMUL_KERNEL = "register"

@@ -19,9 +19,13 @@ Kernel-level API::
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import cuda
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .strided import StridedArray
 
 _lock = threading.Lock()
 _stats = {"host_to_device": 0, "device_to_host": 0, "bytes_h2d": 0, "bytes_d2h": 0}
