@@ -21,7 +21,9 @@ import numpy as np
 
 from .. import _cuda_setup
 from ..kernels import elementwise, indexing, matmul as matmul_kernels, reduce as reduce_kernels
-from ..kernels.strided import StridedArray, broadcast_view, contiguous_strides, new_array
+from ..kernels.strided import (
+    StridedArray, as_operand, broadcast_view, contiguous_strides, new_array,
+)
 from ..kernels.transfer import download, upload
 from .base import COMPARISONS, Backend, Scalar
 
@@ -76,7 +78,7 @@ class CudaBackend(Backend):
         shape = _broadcast_shape(_shape_of(a), _shape_of(b))
         ref = a if isinstance(a, StridedArray) else b
         out = new_array(shape, np.bool_ if op in COMPARISONS else ref.dtype)
-        elementwise.binary(op, out, self._view_as(a, shape), self._view_as(b, shape))
+        elementwise.binary(op, out, as_operand(a, shape), as_operand(b, shape))
         return out
 
     def where(self, cond: StridedArray, a, b) -> StridedArray:
@@ -84,8 +86,8 @@ class CudaBackend(Backend):
         arrays = [v for v in (a, b) if isinstance(v, StridedArray)]
         dtype = arrays[0].dtype if arrays else np.result_type(a, b)
         out = new_array(shape, dtype)
-        elementwise.where(out, self._view_as(cond, shape), self._view_as(a, shape),
-                          self._view_as(b, shape))
+        elementwise.where(out, as_operand(cond, shape), as_operand(a, shape),
+                          as_operand(b, shape))
         return out
 
     def astype(self, x: StridedArray, dtype) -> StridedArray:
@@ -169,7 +171,7 @@ class CudaBackend(Backend):
             shape = tuple(x.size // known if s == -1 else s for s in shape)
         if _prod(shape) != x.size:
             raise ValueError(f"cannot reshape array of size {x.size} (shape {x.shape}) into shape {shape}")
-        source = x if x.is_contiguous() else self._copy(x)
+        source = self.contiguous(x)
         return source.view(shape, contiguous_strides(shape), source.offset)
 
     def permute(self, x: StridedArray, axes) -> StridedArray:
@@ -186,7 +188,7 @@ class CudaBackend(Backend):
         return x.is_contiguous()
 
     def contiguous(self, x: StridedArray) -> StridedArray:
-        return x if x.is_contiguous() else self._copy(x)
+        return elementwise.contiguous(x)
 
     def concatenate(self, xs: Sequence[StridedArray], axis: int) -> StridedArray:
         first = xs[0]
@@ -233,13 +235,7 @@ class CudaBackend(Backend):
 
     def _dense(self, x: StridedArray, shape: tuple[int, ...]):
         """x's elements as a contiguous numba device array of ``shape`` (copied only if needed)."""
-        if not x.is_contiguous():
-            x = self._copy(x)
+        x = self.contiguous(x)
         return x.buffer[x.offset:x.offset + x.size].reshape(shape)
-
-    @staticmethod
-    def _view_as(x, shape):
-        return broadcast_view(x, shape) if isinstance(x, StridedArray) else x
-
 
 __all__ = ["CudaBackend", "MATMUL_KERNEL"]

@@ -46,7 +46,7 @@ from numba import cuda
 from .. import _cuda_setup
 from . import ops
 from .launch import device_limits, launch
-from .strided import StridedArray, strided_position
+from .strided import StridedArray, new_array, strided_position
 
 #: Threads per block and most blocks for elementwise launches. Small in the
 #: simulator, where every thread is an OS thread.
@@ -254,3 +254,13 @@ def copy(dst: StridedArray, src, config=None) -> None:
     blocks, threads = config or launch_config(n)
     launch(copy_kernel(kind), blocks, threads, dst.buffer, dst_offset, dst_strides, n,
            values, offset, strides, shape)
+
+
+def contiguous(x: StridedArray) -> StridedArray:
+    """``x`` itself when its elements already sit row-major, back to back; else a dense copy
+    gathered on the device by :func:`copy`."""
+    if x.is_contiguous():
+        return x
+    dense = new_array(x.shape, x.dtype)
+    copy(dense, x)
+    return dense

@@ -34,7 +34,7 @@ from numba import cuda
 
 from . import elementwise
 from .launch import launch
-from .strided import StridedArray, broadcast_view, contiguous_strides, new_array
+from .strided import StridedArray, as_operand, broadcast_view, contiguous_strides, new_array
 
 
 @dataclass(frozen=True)
@@ -205,18 +205,14 @@ def scatter(out: StridedArray, index: tuple, values, accumulate: bool) -> None:
         target = out.view(plan.result_shape, plan.strides, plan.offset)
         if accumulate:
             total = new_array(target.shape, out.dtype)
-            elementwise.binary("add", total, target, _as_operand(values, target.shape))
+            elementwise.binary("add", total, target, as_operand(values, target.shape))
             values = total
-        elementwise.copy(target, _as_operand(values, target.shape))
+        elementwise.copy(target, as_operand(values, target.shape))
         return
     n = int(np.prod(plan.result_shape, dtype=np.int64))
     if n == 0:
         return
     dense = new_array(plan.result_shape, out.dtype)  # values, contiguous in result order
-    elementwise.copy(dense, _as_operand(values, plan.result_shape))
+    elementwise.copy(dense, as_operand(values, plan.result_shape))
     blocks, threads = elementwise.launch_config(n)
     launch(scatter_kernel(accumulate), blocks, threads, out.buffer, n, dense.buffer, *_plan_args(plan))
-
-
-def _as_operand(values, shape):
-    return broadcast_view(values, shape) if isinstance(values, StridedArray) else values

@@ -178,7 +178,7 @@ def race_check(kernel, grid, block, *args) -> RaceReport:
     device functions can be checked this way.
     """
     host_args = tuple(to_host(a) if is_device_array(a) else a for a in args)
-    check_launch(kernel, grid, block, tuple(0 for _ in host_args))  # limits only: host arrays are fine here
+    check_launch(kernel, grid, block, ())  # limits only: host arrays are fine here
     with _simulator.tracing() as log:
         _simulated(kernel)[grid, block](*host_args)
     for given, used in zip(args, host_args):

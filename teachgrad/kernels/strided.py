@@ -128,3 +128,9 @@ def broadcast_view(x: StridedArray, shape: tuple[int, ...]) -> StridedArray:
         else:
             raise ValueError(f"cannot broadcast shape {x.shape} to {shape}")
     return x.view(shape, strides, x.offset)
+
+
+def as_operand(x, shape: tuple[int, ...]):
+    """An operand of an elementwise kernel over ``shape``: a device array broadcast to it,
+    or a Python scalar as it is."""
+    return broadcast_view(x, shape) if isinstance(x, StridedArray) else x
