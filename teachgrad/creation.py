@@ -109,8 +109,10 @@ def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 def randint(low: int, high: int | None = None, size: tuple = (), *, dtype: Any = None,
             device: Any = None) -> Tensor:
-    if high is None or isinstance(high, (tuple, list)):  # randint(high, size), as in PyTorch
-        low, high, size = 0, low, size if high is None else high
+    if high is None:  # randint(high), as in PyTorch
+        low, high = 0, low
+    elif isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, high
     if low >= high:
         raise RuntimeError(f"randint: low ({low}) must be smaller than high ({high})")
     array = _random.integers_array(_shape(tuple(size)), low, high)

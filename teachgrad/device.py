@@ -1,6 +1,8 @@
 """Devices: where a tensor's data lives (``cpu`` or ``cuda``)."""
 from __future__ import annotations
 
+from typing import Any, Iterable
+
 
 class Device:
     """A device name, as in PyTorch: ``tg.device("cuda")``, ``tg.device("cuda:0")``."""
@@ -58,6 +60,17 @@ def mismatch_error(first: Device, second: Device, op: str) -> RuntimeError:
         f"devices, {first} and {second} (in {op}). Fix: move one with "
         f".to('{first}') or .to('{second}') first."
     )
+
+
+def common_device(tensors: Iterable[Any], op: str) -> Device:
+    """The one device all ``tensors`` live on (cpu for none), or the error naming two."""
+    device = None
+    for t in tensors:
+        if device is None:
+            device = t.device
+        elif t.device != device:
+            raise mismatch_error(device, t.device, op)
+    return device if device is not None else CPU
 
 
 def as_device(d: "str | Device | None") -> Device:

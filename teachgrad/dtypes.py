@@ -87,14 +87,16 @@ def promote_types(a: DType, b: DType) -> DType:
     return a if _RANK[a] >= _RANK[b] else b
 
 
+_KIND = {bool_: 0, int64: 1, float32: 2, float64: 2}  # bool < integer < floating point
+
+
 def can_cast(src: DType, dst: DType) -> bool:
     """Whether an in-place result of ``src`` may be stored into a ``dst`` tensor.
 
     As in PyTorch, only a change of kind towards bool is refused: float into int,
     or a number into bool (within a kind, float64 into float32 is fine).
     """
-    kind = {bool_: 0, int64: 1, float32: 2, float64: 2}
-    return kind[src] <= kind[dst]
+    return _KIND[src] <= _KIND[dst]
 
 
 def scalar_result_type(t: DType, scalar: object) -> DType:

@@ -8,7 +8,7 @@ and ``grad_fn`` (the graph node that made it). All arithmetic is defined in
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from .autograd import function as _function_module
 from .autograd.engine import run_backward
 from .autograd.function import AccumulateGrad
 from .backends import get_backend
-from .device import CPU, Device, as_device, mismatch_error
+from .device import Device, as_device
 from .tensor_inplace import InPlaceMethods
 
 
@@ -322,18 +322,6 @@ class Tensor(InPlaceMethods):
 # autograd.function needs the Tensor class but is imported before it exists (this
 # module imports it), so the class is handed over here, once.
 _function_module.Tensor = Tensor
-
-
-# Functions the engine and ops need that would otherwise import in a circle ---------
-
-def _common_device(tensors: Iterable[Tensor], op: str) -> Device:
-    device = None
-    for t in tensors:
-        if device is None:
-            device = t.device
-        elif t.device != device:
-            raise mismatch_error(device, t.device, op)
-    return device if device is not None else CPU
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:

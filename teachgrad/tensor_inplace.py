@@ -14,7 +14,7 @@ import numpy as np
 
 from . import dtypes
 from .autograd import function, grad_mode
-from .device import mismatch_error
+from .device import common_device
 from .dtypes import DType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -89,8 +89,7 @@ class InPlaceMethods:
             )
         a, b = prepare_binary(self, other, op, float_result=op == "div")  # checks operands
         if isinstance(b, function.Tensor):
-            if b.device != self.device:
-                raise mismatch_error(self.device, b.device, op)
+            common_device((self, b), op)
             shape = broadcast_shapes(tuple(self.shape), tuple(b.shape), op)
             self._check_inplace_result(shape, b.dtype)
             operand = b.to(self.dtype)._array  # backends compute in one dtype: this one's

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -22,9 +21,3 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 def _seed_teachgrad() -> None:
     """Every test starts from the same random state, so a failure reproduces."""
     tg.manual_seed(0)
-
-
-@pytest.fixture
-def rng() -> np.random.Generator:
-    """A seeded numpy generator for test data."""
-    return np.random.default_rng(0)

@@ -57,8 +57,6 @@ class BackwardStep:
 
 def _sum_to_shape(grad: "Tensor", shape: tuple[int, ...], node: Any, i: int) -> "Tensor":
     """Undo broadcasting: sum ``grad`` down to ``shape`` (what PyTorch's engine does too)."""
-    if grad.shape == shape:
-        return grad
     lead = grad.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + k for k, n in enumerate(shape) if n == 1 and grad.shape[lead + k] != 1

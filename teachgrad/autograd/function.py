@@ -264,10 +264,8 @@ class Function(metaclass=_FunctionMeta):
         if cls.is_view and backend.shares_memory(outputs[0]._array, args[0]._array):
             # a view: an in-place change through either one changes both
             outputs[0]._version_counter = args[0]._version_counter
-        if record:
+        if record:  # (otherwise ctx saved nothing: save_for_backward skips when not recording)
             _record(cls, ctx, args, outputs)
-        else:
-            ctx._free()  # nothing will call backward: don't hold on to saved tensors
         return outputs if is_tuple else outputs[0]
 
 

@@ -60,13 +60,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"features in its last dimension, but the weight of shape {tuple(weight.shape)} expects "
             f"{in_features}. Fix: make the layer's in_features match the input's last dimension."
         )
-    one_dtype = input.dtype == weight.dtype and (bias is None or bias.dtype == weight.dtype)
-    if bias is not None and (not one_dtype or tuple(bias.shape) != (weight.shape[0],)):
-        # mixed dtypes or a bias to broadcast: the separate operations handle them
-        return input @ weight.T + bias
-    if not one_dtype:
-        return input @ weight.T
-    return LinearFunction.apply(input, weight, bias)
+    if input.dtype == weight.dtype and (bias is None or (
+            bias.dtype == weight.dtype and tuple(bias.shape) == (weight.shape[0],))):
+        return LinearFunction.apply(input, weight, bias)
+    output = input @ weight.T  # mixed dtypes or a bias to broadcast: separate operations
+    return output if bias is None else output + bias
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:

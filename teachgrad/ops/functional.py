@@ -10,7 +10,8 @@ from collections import namedtuple
 from typing import Any, Sequence
 
 from .. import dtypes
-from ..tensor import Tensor, _common_device
+from ..device import common_device
+from ..tensor import Tensor
 from . import activation, elementwise as ew, indexing, linalg, reduce as red, shape as sh
 from .dispatch import broadcast_shapes, normalize_dim, normalize_dims, prepare_binary, require_float
 
@@ -119,7 +120,7 @@ def sign(a: Tensor) -> Tensor:
 def _compare(op: str, a: Any, b: Any) -> Tensor:
     a, b = prepare_binary(a, b, op)
     t = a if isinstance(a, Tensor) else b
-    _common_device([x for x in (a, b) if isinstance(x, Tensor)], op)
+    common_device([x for x in (a, b) if isinstance(x, Tensor)], op)
     out = t._backend.binary(op, a._array if isinstance(a, Tensor) else a,
                             b._array if isinstance(b, Tensor) else b)
     return Tensor._make(out, t._backend, t.device)
@@ -220,7 +221,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if a.dtype is not b.dtype:  # promote (prepare_binary would check elementwise broadcasting)
         dt = dtypes.promote_types(a.dtype, b.dtype)
         a, b = a.to(dt), b.to(dt)
-    _common_device([a, b], "matmul")
+    common_device([a, b], "matmul")
     linalg.check_matmul_shapes(a, b)
     return linalg.MatMul.apply(a, b)
 
@@ -361,7 +362,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("cat(): expected a non-empty list of tensors")
-    _common_device(tensors, "cat")
+    common_device(tensors, "cat")
     first = tensors[0]
     d = normalize_dim(dim, first.ndim)
     dt = first.dtype
