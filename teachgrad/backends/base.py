@@ -40,7 +40,7 @@ BINARY_OPS = (
     "add", "sub", "mul", "div", "pow", "maximum", "minimum",
     "eq", "ne", "lt", "le", "gt", "ge",  # comparisons give bool arrays
 )
-COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+COMPARISONS = frozenset(("eq", "ne", "lt", "le", "gt", "ge"))
 #: Reductions that take ``axes`` and ``keepdims``.
 REDUCE_OPS = ("sum", "max", "min")
 #: Reductions that return an int64 position along one axis.

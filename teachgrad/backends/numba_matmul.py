@@ -166,7 +166,8 @@ def matmul(a: np.ndarray, b: np.ndarray, kernel: str = "blocked") -> np.ndarray:
         raise ValueError(f"matmul: shapes {a.shape} and {b.shape} do not fit "
                          f"({K} columns against {K2} rows)")
     batch_shape = tuple(np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2]))
-    out = np.zeros(batch_shape + (M, N), dtype=a.dtype)
+    # every kernel writes every element of C; only K == 0 leaves it at the zero sum
+    out = (np.empty if K else np.zeros)(batch_shape + (M, N), dtype=a.dtype)
     if out.size and K:
         C = out.reshape(-1, M, N)
         run_kernel(kernel, _as_batched(a2, batch_shape), _as_batched(b2, batch_shape), C)

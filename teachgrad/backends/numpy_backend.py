@@ -10,8 +10,6 @@ import numpy as np
 
 from .base import COMPARISONS, Array, Backend, Scalar
 
-_COMPARISONS = frozenset(COMPARISONS)
-
 _UNARY = {
     "neg": np.negative,
     "exp": np.exp,
@@ -82,7 +80,7 @@ class NumpyBackend(Backend):
     def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:
         out = _array(_BINARY[op](a, b))
         # numpy may widen `int_array ** negative` etc.; keep the operand dtype
-        if op not in _COMPARISONS:
+        if op not in COMPARISONS:
             ref = a if isinstance(a, np.ndarray) else b
             if out.dtype is not ref.dtype and out.dtype != ref.dtype:
                 out = out.astype(ref.dtype)

@@ -47,10 +47,6 @@ from typing import Any
 #: Bumped whenever a field changes meaning or is removed (adding one is compatible).
 SCHEMA_VERSION = 1
 
-#: Operations the benchmarks measure.
-OPS = ("add", "sum", "matmul", "copy")
-
-
 @dataclass
 class Header:
     """Where and how a results file was made."""

@@ -90,8 +90,9 @@ def make_header(command: str, simulated: bool, gpu: dict[str, str | None] | None
                 vendor_matmul: str | None = None, notes: list[str] | None = None) -> Header:
     """A :class:`~teachgrad.bench.schema.Header` for a run made now, on this machine."""
     notes = list(notes or [])
-    if settings():
-        notes.append(f"settings: {settings()}")
+    found = settings()
+    if found:
+        notes.append(f"settings: {found}")
     return Header(
         schema_version=SCHEMA_VERSION,
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
