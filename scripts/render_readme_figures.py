@@ -33,10 +33,10 @@ def neuron_graph() -> GraphView:
 def with_stable_ids(graph: Graph) -> Graph:
     """The same graph with ids n0, n1, ... in snapshot order."""
     new = {node.id: f"n{i}" for i, node in enumerate(graph.nodes)}
-    return Graph(nodes=[dataclasses.replace(n, id=new[n.id]) for n in graph.nodes],
-                 edges=[dataclasses.replace(e, source=new[e.source], target=new[e.target])
-                        for e in graph.edges],
-                 truncated=graph.truncated)
+    return dataclasses.replace(
+        graph, nodes=[dataclasses.replace(n, id=new[n.id]) for n in graph.nodes],
+        edges=[dataclasses.replace(e, source=new[e.source], target=new[e.target])
+               for e in graph.edges])
 
 
 def main() -> None:

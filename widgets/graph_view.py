@@ -171,8 +171,6 @@ class GraphView(StaticSVG, widgets.VBox):
         if collapse and group_by is None:
             raise ValueError("collapse=True needs group_by=model: the module whose children "
                              "are the blocks to collapse")
-        if group_by is not None and not hasattr(group_by, "named_children"):
-            raise TypeError(f"group_by must be an nn.Module, not {type(group_by).__name__}")
         self.tensor, self.names = tensor, resolve_names(names)
         self.max_nodes, self.backend, self.group_by = max_nodes, backend, group_by
         self.collapse_toggle = widgets.ToggleButton(

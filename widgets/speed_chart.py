@@ -294,7 +294,7 @@ class SpeedChart(widgets.VBox):
         self.redraw()
 
     def to_png(self) -> bytes:
-        return figure_bytes(self.figure, "png")
+        return bytes(self.image.value)  # the PNG redraw() made of the current figure
 
     def to_svg(self) -> str:
         return figure_bytes(self.figure, "svg").decode("utf-8")

@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from .core import Feedback, Mismatch, Test, check
+from .core import Feedback, Mismatch, Test, check, expect_true
 from .kernel_runs import first_index, is_stub, launch_on_host_arrays
 
 #: (elements, blocks, threads per block, what the case is about)
@@ -102,9 +102,8 @@ def check_passes_per_thread(passes_per_thread: Callable) -> Feedback:
     def make(n: int, blocks: int, threads: int) -> Test:
         def run() -> None:
             got = passes_per_thread(n, blocks, threads)
-            if got is None:
-                raise Mismatch("your function returned None", hint="did you forget a `return`?",
-                               show_values=False)
+            expect_true(got is not None, "your function returned None",
+                        hint="did you forget a `return`?")
             got = np.asarray(got)
             expected = recorded_passes(n, blocks, threads)
             if got.shape != expected.shape:

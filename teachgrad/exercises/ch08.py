@@ -15,8 +15,8 @@ from typing import Callable
 import numpy as np
 from numba import cuda, float64  # module level: the simulator swaps `cuda` in a kernel's globals
 
-from .core import Feedback, Mismatch, Test, check
-from .kernel_runs import first_index, is_device_function, is_stub
+from .core import Feedback, Mismatch, Test, check, expect_true
+from .kernel_runs import first_index, is_device_function, is_stub, launch_on_host_arrays
 
 #: (M, K, N, tile): square multiples of the tile, then ragged shapes.
 READ_CASES = [(8, 8, 8, 4), (10, 13, 7, 4), (5, 3, 9, 4), (1, 1, 1, 4), (6, 9, 4, 2), (7, 5, 3, 8)]
@@ -40,9 +40,8 @@ def check_tiled_global_reads(tiled_global_reads: Callable) -> Feedback:
     def make(M: int, K: int, N: int, tile: int) -> Test:
         def run() -> None:
             got = tiled_global_reads(M, K, N, tile)
-            if got is None:
-                raise Mismatch("your function returned None", hint="did you forget a `return`?",
-                               show_values=False)
+            expect_true(got is not None, "your function returned None",
+                        hint="did you forget a `return`?")
             expected = recorded_global_reads(M, K, N, tile)
             if isinstance(got, float) and got.is_integer():
                 got = int(got)
@@ -101,8 +100,6 @@ LOAD_CASES = [(8, 8, 8, 4), (10, 13, 7, 4), (3, 5, 2, 4), (6, 2, 9, 2)]
 
 def check_load_phase(load_phase: Callable) -> Feedback:
     """Exercise 8.2: the load step of the tiled kernel, ``load_phase(A, B, a_tile, b_tile, row, col, phase)``."""
-    from ..kernels.launch import launch
-
     def make(M: int, K: int, N: int, tile: int) -> Test:
         def run() -> None:
             if is_stub(load_phase):
@@ -114,11 +111,10 @@ def check_load_phase(load_phase: Callable) -> Feedback:
             rng = np.random.default_rng(M * 100 + K * 10 + N)
             A, B = rng.integers(-4, 5, size=(M, K)).astype(np.float64), \
                 rng.integers(-4, 5, size=(K, N)).astype(np.float64)
-            C = cuda.to_device(np.full((M, N), np.nan))
             grid = (_ceil_div(N, tile), _ceil_div(M, tile))
-            launch(tiled_matmul_with(load_phase, tile), grid, (tile, tile),
-                   cuda.to_device(A), cuda.to_device(B), C)
-            got, expected = C.copy_to_host(), A @ B
+            *_, got = launch_on_host_arrays(tiled_matmul_with(load_phase, tile), grid, (tile, tile),
+                                            A, B, np.full((M, N), np.nan))
+            expected = A @ B
             if np.array_equal(got, expected):
                 return
             r, c = first_index(got != expected)
