@@ -40,6 +40,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     # heavier subpackages load on first use, so `import teachgrad` stays quick
     import importlib
-    if name in ("nn", "optim", "data", "cuda", "kernels", "bench", "exercises", "widgets"):
+    if name in ("nn", "optim", "data", "cuda", "kernels", "bench", "exercises", "widgets",
+                "utils", "jit", "onnx", "distributed", "tune"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'teachgrad' has no attribute {name!r}")

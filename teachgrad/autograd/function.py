@@ -24,6 +24,10 @@ SMALL_OUTPUT = 16  # outputs with at most this many elements keep their values f
 #: The modules whose ``forward`` is running now, outermost first (``nn.Module.__call__``
 #: keeps it). Each node records it, so a graph view can group nodes by module.
 module_path: tuple = ()
+#: The one seam for tools that watch operations as they run (``tg.jit.trace``): when set,
+#: ``Function.apply(*args, **kwargs)`` calls ``observer(cls, args, kwargs)`` instead and
+#: returns what it returns; the observer runs the operation itself with ``cls._apply``.
+observer: Callable[[type, tuple, dict], Any] | None = None
 
 FREED_GRAPH_MESSAGE = (
     "Trying to backward through the graph a second time (or to use saved tensors after "
@@ -241,6 +245,13 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run ``forward`` on the arguments; when recording, leave a Node for backward."""
+        if observer is not None:
+            return observer(cls, args, kwargs)
+        return cls._apply(*args, **kwargs)
+
+    @classmethod
+    def _apply(cls, *args: Any, **kwargs: Any) -> Any:
+        """``apply`` itself, with no observer (what an observer calls to run the op)."""
         device, backend, needs = _inspect_inputs(args, cls.__name__)
         record = grad_mode._enabled and any(needs)
         ctx = Context()
