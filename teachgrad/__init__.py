@@ -43,4 +43,6 @@ def __getattr__(name: str):
     if name in ("nn", "optim", "data", "cuda", "kernels", "bench", "exercises", "widgets",
                 "utils", "jit", "onnx", "distributed", "tune"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "compile":  # tg.compile, like torch.compile (lives in teachgrad.jit)
+        return importlib.import_module(f"{__name__}.jit").compile
     raise AttributeError(f"module 'teachgrad' has no attribute {name!r}")

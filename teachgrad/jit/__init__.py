@@ -23,3 +23,8 @@ __all__ = ["Graph", "Node", "Ref", "TensorMeta", "TracedFunction", "trace", "Tra
 from .serialize import GraphFormatError, load, save  # noqa: E402
 
 __all__ += ["GraphFormatError", "load", "save"]
+from . import passes  # noqa: E402
+from .codegen import cache_info, clear_cache  # noqa: E402
+from .compiler import CompiledFunction, compile  # noqa: E402
+
+__all__ += ["passes", "cache_info", "clear_cache", "CompiledFunction", "compile"]

@@ -25,6 +25,10 @@ class TracedFunction:
         interpreter.check_inputs_match(self.graph, inputs, "traced function")
         return interpreter.run(self.graph, inputs)
 
+    def named_parameters(self) -> list[tuple[str, Tensor]]:
+        """The graph's parameters and constants by name (so compiling it keeps the names)."""
+        return list(self.graph.constants.items())
+
     def print_tabular(self) -> None:
         self.graph.print_tabular()
 
