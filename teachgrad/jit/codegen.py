@@ -78,7 +78,7 @@ SIGMOID_EXACT = '''
 def sigmoid_exact(x):
     """σ(x), split by sign so exp never overflows."""
     e = math.exp(-math.fabs(x))
-    return 1 / (1 + e) if x >= 0 else e / (1 + e)
+    return {one} / ({one} + e) if x >= {zero} else e / ({one} + e)
 '''
 
 _KERNELS: dict[tuple[str, str], Any] = {}  # (device, source) -> compiled kernel
@@ -161,7 +161,7 @@ def kernel_source(kernel: str, members: list[Node], inputs: list[Ref], outputs: 
     if "sigmoid_f32" in used:
         lines.append(SIGMOID_F32.format(jit=jit))
     if "sigmoid_exact" in used:
-        lines.append(SIGMOID_EXACT.format(jit=jit))
+        lines.append(SIGMOID_EXACT.format(jit=jit, one=literal(1.0), zero=literal(0.0)))
     params = [f"{_var(r)}_in" for r in inputs] + [f"{_local(o)}_out" for o in outputs]
     first_out = params[len(inputs)]
     if device == "cuda":
