@@ -61,6 +61,18 @@ def test_attributes_and_comparisons_are_recorded():
     np.testing.assert_allclose(traced(y).numpy(), f(y).numpy())
 
 
+def test_values_made_outside_functions_stay_in_the_graph():
+    def f(x):
+        same = x.reshape(3, 4)  # no-op reshape: the engine hands back x.detach()
+        return same * x.argmax(dim=1, keepdim=True).float() + x.detach()
+    x = tg.randn(3, 4)
+    traced = tg.jit.trace(f, (x,))
+    assert traced.graph.constants == {}  # nothing computed from x was frozen as a constant
+    assert "ArgReduce" in [n.target.__name__ for n in traced.graph.operations()]
+    y = tg.randn(3, 4)
+    np.testing.assert_allclose(traced(y).numpy(), f(y).numpy())
+
+
 def test_nested_function_records_only_the_outermost():
     class Softplus(tg.autograd.Function):
         @staticmethod

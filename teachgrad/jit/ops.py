@@ -21,3 +21,17 @@ class Compare(Function):
     @staticmethod
     def backward(ctx: Context, grad):
         return None, None, None
+
+
+class ArgReduce(Function):
+    """``argmax``/``argmin`` (integer results, no gradient), recorded while tracing."""
+
+    rule = "argmax/argmin have no gradient (their result is an index)"
+
+    @staticmethod
+    def forward(ctx: Context, op: str, a, axis, keepdim: bool):
+        return ctx.backend.arg_reduce(op, a._array, axis, keepdim)
+
+    @staticmethod
+    def backward(ctx: Context, grad):
+        return None, None, None, None

@@ -25,9 +25,9 @@ from ..autograd import function as function_module
 from ..tensor import Tensor
 from .ir import Graph, Node, Ref, TensorMeta
 
-# comparisons (x > 0) are not Functions in the engine (they have no gradient); while
-# tracing they are routed through this Function so the graph sees them
-from .ops import Compare
+# comparisons (x > 0) and argmax are not Functions in the engine (they have no gradient);
+# while tracing they are routed through these Functions so the graph sees them
+from .ops import ArgReduce, Compare
 
 
 class TracingError(RuntimeError):
@@ -122,8 +122,8 @@ def _watching(tracer: Tracer) -> Iterator[None]:
         raise TracingError("tg.jit.trace was called while another trace is running. "
                            "Fix: trace the inner function on its own, then call it.")
     saved = {name: getattr(Tensor, name) for name in ("item", "numpy", "tolist", "__bool__",
-                                                      "_check_inplace")}
-    saved_compare = functional._compare
+                                                      "_check_inplace", "detach")}
+    saved_compare, saved_arg = functional._compare, functional._arg
 
     def breaks(method: str) -> Callable:
         original = saved[method]
@@ -146,7 +146,7 @@ def _watching(tracer: Tracer) -> Iterator[None]:
                 "branch taken now is baked into the graph and will be taken for every input. "
                 "Fix: use tg.where for a data-dependent choice, or pass check_inputs= to "
                 "see whether other inputs take another path.", TracerWarning, stacklevel=2)
-            return saved["__bool__"](self.detach())
+            return saved["__bool__"](saved["detach"](self))
         return saved["__bool__"](self)
 
     def guarded_inplace(self: Tensor) -> None:
@@ -166,19 +166,33 @@ def _watching(tracer: Tracer) -> Iterator[None]:
             return saved_compare(op, a, b)
         return Compare.apply(op, *_prepared(a, b, op))
 
+    def arg_reduce(op: str, a: Tensor, dim: int | None, keepdim: bool) -> Tensor:
+        if tracer.depth:
+            return saved_arg(op, a, dim, keepdim)
+        from ..ops.dispatch import normalize_dim
+        return ArgReduce.apply(op, a, None if dim is None else normalize_dim(dim, a.ndim), keepdim)
+
+    def detach(self: Tensor) -> Tensor:
+        # a detached value is the same value: it keeps its place in the graph
+        out = saved["detach"](self)
+        if not tracer.depth and id(self) in tracer.values:
+            tracer._bind(out, tracer.values[id(self)])
+        return out
+
     function_module.observer = tracer.observe
     for name in ("item", "numpy", "tolist"):
         setattr(Tensor, name, breaks(name))
     Tensor.__bool__ = guarded_bool
     Tensor._check_inplace = guarded_inplace
-    functional._compare = compare
+    Tensor.detach = detach
+    functional._compare, functional._arg = compare, arg_reduce
     try:
         yield
     finally:
         function_module.observer = None
         for name, method in saved.items():
             setattr(Tensor, name, method)
-        functional._compare = saved_compare
+        functional._compare, functional._arg = saved_compare, saved_arg
 
 
 def _prepared(a: Any, b: Any, op: str) -> tuple[Any, Any]:
