@@ -130,8 +130,10 @@ class CompiledGraph:
         holders = [n for n in self.graph.nodes if n.op == "get_attr"]
         self.constants = [self.graph.constants[n.target] for n in holders]
         out = self.graph.output.args[0]
-        self.out_meta = [self.graph.node(r.node).meta[r.index or 0] for r in
-                         (out if isinstance(out, tuple) else (out,))]
+        metas = [self.graph.node(r.node).meta[r.index or 0] for r in
+                 (out if isinstance(out, tuple) else (out,))]
+        # what each output array needs to become a tensor, looked up once
+        self.out_places = [(get_backend(m.device), Device(m.device)) for m in metas]
 
     @property
     def kernels(self) -> list[type]:
@@ -143,10 +145,10 @@ class CompiledGraph:
         if needs_grad:
             return interpreter.run(self.graph, inputs)
         arrays = self._forward(*[t._array for t in inputs], *[c._array for c in self.constants])
-        many = isinstance(arrays, tuple)
-        outs = [Tensor._make(a, get_backend(m.device), Device(m.device))
-                for a, m in zip(arrays if many else (arrays,), self.out_meta)]
-        return tuple(outs) if many else outs[0]
+        if not isinstance(arrays, tuple):
+            backend, device = self.out_places[0]
+            return Tensor._make(arrays, backend, device)
+        return tuple(Tensor._make(a, b, d) for a, (b, d) in zip(arrays, self.out_places))
 
     def explain(self) -> str:
         """What each pass did, as node counts."""
@@ -154,7 +156,8 @@ class CompiledGraph:
 
 
 def _signature(inputs: Sequence[Tensor]) -> tuple:
-    return tuple((tuple(t.shape), t.dtype.name, t.device.type) for t in inputs)
+    """What a compiled graph is specialised for: each input's shape, dtype and device."""
+    return tuple([(t._array.shape, t.dtype.name, t.device.type) for t in inputs])
 
 
 class CompiledFunction:
