@@ -74,7 +74,9 @@ def trace(fn: Any, example_inputs: Any, check_inputs: Sequence[Any] | None = Non
     """
     graph = trace_graph(fn, example_inputs)
     for other in check_inputs or ():
-        again = trace_graph(fn, other)
+        with warnings.catch_warnings():  # the first trace already warned about each branch
+            warnings.simplefilter("ignore", tracer.TracerWarning)
+            again = trace_graph(fn, other)
         diff = tracer.differences(graph, again)
         if diff is not None:
             warnings.warn(
