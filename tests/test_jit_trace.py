@@ -275,3 +275,17 @@ def test_graph_converts_to_the_snapshot_the_graph_view_draws():
     assert into_linear == [("input", 0), ("_0_weight", 1), ("_0_bias", 2)]
     picture = draw(snap)
     assert "<svg" in picture.svg and "Linear" in picture.svg
+
+
+def test_trace_save_load_on_cuda(tmp_path):
+    model = mlp().to("cuda")
+    x = tg.randn(3, 3, device="cuda")
+    traced = tg.jit.trace(model, (x,))
+    assert {n.meta[0].device for n in traced.graph.nodes if n.meta} == {"cuda"}
+    path = str(tmp_path / "cuda.tgjit")
+    tg.jit.save(traced, path)
+    loaded = tg.jit.load(path)
+    assert loaded.graph.constants["0.weight"].device.type == "cuda"
+    want = model(x).detach().cpu().numpy()
+    np.testing.assert_allclose(loaded(x).detach().cpu().numpy(), want, rtol=1e-5)
+    np.testing.assert_allclose(traced(x).detach().cpu().numpy(), want, rtol=1e-5)
