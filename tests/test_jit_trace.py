@@ -289,3 +289,14 @@ def test_trace_save_load_on_cuda(tmp_path):
     want = model(x).detach().cpu().numpy()
     np.testing.assert_allclose(loaded(x).detach().cpu().numpy(), want, rtol=1e-5)
     np.testing.assert_allclose(traced(x).detach().cpu().numpy(), want, rtol=1e-5)
+
+
+def test_dropout_in_training_mode_warns_that_its_mask_is_baked_in():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5))
+    with pytest.warns(TracerWarning, match=r"training mode and has Dropout.*Fix: call model.eval\(\)"):
+        tg.jit.trace(model, (tg.randn(2, 3),))
+    model.eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TracerWarning)
+        traced = tg.jit.trace(model, (tg.randn(2, 3),))
+    assert [n.target.__name__ for n in traced.graph.operations()] == ["Linear"]

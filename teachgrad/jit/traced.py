@@ -53,11 +53,23 @@ def _callable(fn: Any) -> tuple[Callable, Callable]:
     return fn, getattr(fn, "forward", fn)
 
 
+def _warn_random_layers(fn: Any) -> None:
+    """Dropout in training mode draws a new mask per call; a trace would freeze one."""
+    if not getattr(fn, "training", False) or not hasattr(fn, "modules"):
+        return
+    if any(type(m).__name__ == "Dropout" and m.p > 0 for m in fn.modules()):
+        warnings.warn("the model is in training mode and has Dropout: the random mask drawn "
+                      "while tracing is baked into the graph as a constant. Fix: call "
+                      "model.eval() before tracing (or compiling) for inference.",
+                      tracer.TracerWarning, stacklevel=3)
+
+
 def trace_graph(fn: Any, example_inputs: Any) -> Graph:
     """The graph of one call of ``fn(*example_inputs)`` (the checks first, then the trace)."""
     call, signature_of = _callable(fn)
     inputs = tracer.as_inputs(example_inputs)
     tracer.check_signature(signature_of, len(inputs))
+    _warn_random_layers(fn)
     names = tracer.input_names(signature_of, len(inputs))
     return tracer.record(call, inputs, _constant_names(fn), names)
 
