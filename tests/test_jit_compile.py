@@ -231,3 +231,22 @@ def test_compile_a_loaded_graph(tmp_path):
     with tg.no_grad():
         np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy(), rtol=1e-6)
     assert "0.weight" in compiled.graph.constants
+
+
+def test_generated_program_runs_every_kind_of_operation_and_tuple_outputs():
+    def f(x, w):
+        h = (x @ w).softmax(dim=1)
+        top = h.max(dim=1)  # a Function with two outputs (values, indices)
+        picked = h[:, :2].reshape(-1).sum(0, keepdim=True)
+        return top.values * 2.0, top.indices, picked, tg.where(x > 0, x, -x).mean(1)
+    x, w = tg.randn(3, 4), tg.randn(4, 5)
+    compiled = tg.compile(f)
+    with tg.no_grad():
+        got = compiled(x, w)
+    want = f(x, w)
+    assert isinstance(got, tuple) and len(got) == 4
+    for g, e in zip(got, want):
+        assert g.dtype is e.dtype and tuple(g.shape) == tuple(e.shape)
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6)
+    code = compiled.code
+    assert "cpu.matmul(x, w)" in code and "Softmax._apply(" in code and "MaxDim._apply(" in code
