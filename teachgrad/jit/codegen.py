@@ -35,7 +35,7 @@ import numpy as np
 from ..autograd import grad_mode
 from ..autograd.function import Context, Function
 from ..ops import elementwise as ew
-from .ir import Graph, Node, Ref, identifier, refs_in
+from .ir import Graph, Node, Ref, identifier
 
 #: How each fusible operation reads as an expression of its operands {0}, {1}.
 TEMPLATES: dict[type, str] = {
@@ -280,4 +280,4 @@ def fused_kernels(graph: Graph) -> list[type]:
 
 
 __all__ = ["TEMPLATES", "cache_info", "clear_cache", "fusible", "kernel_source",
-           "make_fused_function", "fused_kernels", "refs_in"]
+           "make_fused_function", "fused_kernels"]

@@ -91,7 +91,9 @@ class Tracer:
         if ref is None:
             return "a constant"
         node = self.graph.node(ref.node)
-        return f"{node.target_name} (node '{node.name}')" if node.op == "call_function" else f"input '{node.name}'"
+        if node.op == "call_function":
+            return f"{node.target_name} (node '{node.name}')"
+        return f"input '{node.name}'"
 
     # -- the observer -------------------------------------------------------------
     def observe(self, cls: type, args: tuple, kwargs: dict) -> Any:
@@ -212,7 +214,8 @@ def check_signature(fn: Callable, n_inputs: int) -> None:
                 f"cannot trace {getattr(fn, '__name__', fn)!r}: it takes the keyword-only "
                 f"argument {p.name!r}, but trace passes example_inputs by position, and a "
                 "tensor default would be baked in as a constant. Fix: make it positional, or "
-                f"trace a wrapper: tg.jit.trace(lambda x, {p.name}: fn(x, {p.name}={p.name}), (x, {p.name})).")
+                "trace a wrapper: "
+                f"tg.jit.trace(lambda x, {p.name}: fn(x, {p.name}={p.name}), (x, {p.name})).")
 
 
 def input_names(fn: Callable, n_inputs: int) -> list[str]:
@@ -229,7 +232,10 @@ def as_inputs(example_inputs: Any) -> tuple[Tensor, ...]:
     """``example_inputs`` as a tuple of tensors (a lone tensor is a 1-tuple)."""
     inputs = (example_inputs,) if isinstance(example_inputs, Tensor) else example_inputs
     if not isinstance(inputs, (tuple, list)) or not all(isinstance(t, Tensor) for t in inputs):
-        got = [type(t).__name__ for t in inputs] if isinstance(inputs, (tuple, list)) else type(inputs).__name__
+        if isinstance(inputs, (tuple, list)):
+            got: Any = [type(t).__name__ for t in inputs]
+        else:
+            got = type(inputs).__name__
         raise TypeError(f"example_inputs must be a tensor or a tuple of tensors, not {got}. "
                         "Fix: pass the tensors the function takes, e.g. (x,) or (x, y); wrap "
                         "non-tensor arguments in a lambda.")

@@ -108,7 +108,8 @@ class _Writer:
             axes = [] if a[1] is None else [ints(a[1])]
             self.emit("ReduceSum", [op(a[0])] + axes, node, keepdims=int(a[2]))
         elif t is red.Mean or t is red.Amax:
-            name = "ReduceMean" if t is red.Mean else ("ReduceMax" if (a[3:] or ("max",))[0] == "max" else "ReduceMin")
+            kind = a[3] if len(a) > 3 else "max"  # Amax also runs amin, with "min"
+            name = "ReduceMean" if t is red.Mean else ("ReduceMax" if kind == "max" else "ReduceMin")
             extra = {} if a[1] is None else {"axes": list(a[1])}
             self.emit(name, [op(a[0])], node, keepdims=int(a[2]), **extra)
         elif t is sh.Reshape:
