@@ -22,7 +22,10 @@ Three details decide whether the CPU loop is fast (measured in benchmarks/NOTES.
   check stops LLVM from turning the loop into SIMD instructions;
 * ``math.tanh`` is a call into the scalar C library, which LLVM cannot vectorise
   (numpy's own tanh is SIMD); float32 ``tanh`` (and ``sigmoid``) are emitted as a
-  rational function, only ``*``, ``+`` and ``/``, accurate to 4e-7.
+  rational function, only ``*``, ``+`` and ``/``, accurate to 4e-7 (sigmoid, built on
+  it, to 1e-6 in absolute terms: relatively worse for outputs near 0). ``exp``, ``log``,
+  ``sin`` and ``cos`` still call the scalar library: a chain with them fuses, but its
+  loop is not vectorised.
 """
 from __future__ import annotations
 
