@@ -28,6 +28,7 @@ from .ops.functional import (  # noqa: E402
     squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where,
 )
 from .random import manual_seed  # noqa: E402
+from .serialization import load, save  # noqa: E402
 from .tensor import Size, Tensor, tensor  # noqa: E402
 
 float = float32  # noqa: A001  (tg.float, like torch.float)
