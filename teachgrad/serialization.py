@@ -134,8 +134,8 @@ class _Reader:
             return tuple(self.decode(item) for item in data["__tuple__"])
         if "__float__" in data:
             return float(data["__float__"])
-        return _DICT_TYPES[data["__dict__"]]((self.decode(k), self.decode(v))
-                                              for k, v in data["items"])
+        items = {self.decode(k): self.decode(v) for k, v in data["items"]}
+        return _DICT_TYPES[data["__dict__"]](items)  # (a Counter from pairs would count them)
 
     def _tensor(self, entry: dict[str, Any]) -> Tensor:
         number = entry["__tensor__"]
@@ -233,10 +233,16 @@ def _check_entries(data: Any, arrays: list[np.ndarray], name: str) -> None:
         _check_entries(data["__tuple__"], arrays, name)
     elif "__dict__" in data and data["__dict__"] in _DICT_TYPES and isinstance(data.get("items"), list):
         for pair in data["items"]:
-            if not (isinstance(pair, list) and len(pair) == 2):
+            if not (isinstance(pair, list) and len(pair) == 2 and _is_key(pair[0])):
                 raise RuntimeError(f"tg.load: a dict in {name} is malformed: the file is damaged")
             _check_entries(pair, arrays, name)
     elif data.get("__float__") in ("inf", "-inf", "nan"):
         return
     else:
         raise RuntimeError(f"tg.load: {name} holds an entry teachgrad cannot read ({data!r})")
+
+
+def _is_key(data: Any) -> bool:
+    """Whether ``data`` decodes to something a dict key can be (what :func:`save` writes)."""
+    return data is None or isinstance(data, (bool, int, float, str)) or (
+        isinstance(data, dict) and data.get("__float__") in ("inf", "-inf", "nan"))
