@@ -267,3 +267,17 @@ def test_the_cnn_computes_the_same_on_cuda_as_on_cpu():
     assert loss_cuda.item() == pytest.approx(loss.item(), rel=1e-10)
     for p, g in zip(model.parameters(), cpu_grads):
         np.testing.assert_allclose(p.grad.cpu().numpy(), g, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("layer, x, message", [
+    (nn.BatchNorm1d(2), tg.randn(3, 2, dtype=tg.float64),
+     r"BatchNorm1d: input type \(teachgrad.float64\) and running_mean type \(teachgrad.float32\) "
+     r"should be the same"),
+    (nn.BatchNorm2d(2), tg.randn(2, 2, 2, 2, device="cuda"), "input is on cuda but running_mean is on cpu"),
+    (nn.LayerNorm(2), tg.randn(3, 2, dtype=tg.float64), r"layer_norm: input type \(teachgrad.float64\)"),
+])
+def test_a_layer_of_another_dtype_or_device_is_an_error_not_a_silent_promotion(layer, x, message):
+    with pytest.raises(RuntimeError, match=message):
+        layer(x)
+    if isinstance(layer, nn.BatchNorm1d):
+        assert layer.num_batches_tracked.item() == 0

@@ -24,6 +24,10 @@ from .module import Module
 from .parameter import Parameter
 
 Pair = tuple[int, int]
+NO_INDICES = ("max_pool2d: teachgrad does not support return_indices=True (there is no "
+              "max_unpool2d to use them).")
+AVG_DEFAULTS_ONLY = ("avg_pool2d: teachgrad supports only count_include_pad=True and "
+                     "divisor_override=None (the defaults).")
 
 
 def pair(value: Any, name: str, minimum: int) -> Pair:
@@ -163,8 +167,7 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     The gradient goes to the first largest element of each window, as in PyTorch.
     """
     if return_indices:
-        raise NotImplementedError("max_pool2d: teachgrad does not support return_indices=True "
-                                  "(there is no max_unpool2d to use them).")
+        raise NotImplementedError(NO_INDICES)
     image, unbatched = _batched("max_pool2d", input)
     kernel, stride_, pad, dilation_ = _pool_args("max_pool2d", kernel_size, stride, padding,
                                                  dilation, ceil_mode)
@@ -180,8 +183,7 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                divisor_override: int | None = None) -> Tensor:
     """The mean of each window (zero padding counted), as ``F.avg_pool2d``."""
     if not count_include_pad or divisor_override is not None:
-        raise NotImplementedError("avg_pool2d: teachgrad supports only count_include_pad=True and "
-                                  "divisor_override=None (the defaults).")
+        raise NotImplementedError(AVG_DEFAULTS_ONLY)
     image, unbatched = _batched("avg_pool2d", input)
     kernel, stride_, pad, dilation_ = _pool_args("avg_pool2d", kernel_size, stride, padding, 1,
                                                  ceil_mode)
@@ -258,7 +260,7 @@ class MaxPool2d(Module):
         super().__init__()
         _pool_args("MaxPool2d", kernel_size, stride, padding, dilation, ceil_mode)
         if return_indices:
-            max_pool2d(tg.zeros(1, 1, 1, 1), 1, return_indices=True)  # raises, with the reason
+            raise NotImplementedError(NO_INDICES)
         self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
         self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
 
@@ -280,8 +282,7 @@ class AvgPool2d(Module):
         super().__init__()
         _pool_args("AvgPool2d", kernel_size, stride, padding, 1, ceil_mode)
         if not count_include_pad or divisor_override is not None:
-            avg_pool2d(tg.zeros(1, 1, 1, 1), 1, count_include_pad=count_include_pad,
-                       divisor_override=divisor_override)  # raises, with the reason
+            raise NotImplementedError(AVG_DEFAULTS_ONLY)
         self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
         self.divisor_override = divisor_override

@@ -37,7 +37,24 @@ def _check_channels(name: str, input: Tensor, tensors: dict[str, Tensor | None])
                 f"input's dimension 1), not shape {tuple(t.shape)}. Fix: build the layer with "
                 f"num_features={channels}."
             )
+    _check_like(name, input, tensors)
     return channels
+
+
+def _check_like(name: str, input: Tensor, tensors: dict[str, Tensor | None]) -> None:
+    """The layer's tensors must have the input's dtype and device (PyTorch does not promote)."""
+    for what, t in tensors.items():
+        if t is None:
+            continue
+        if t.device != input.device:
+            raise RuntimeError(f"{name}: input is on {input.device} but {what} is on {t.device}. "
+                               f"Fix: move the layer with .to('{input.device}').")
+        if t.dtype != input.dtype:
+            raise RuntimeError(
+                f"{name}: input type ({input.dtype}) and {what} type ({t.dtype}) should be the "
+                f"same. Fix: convert the input with .to({t.dtype}) or the layer with .float() / "
+                ".double()."
+            )
 
 
 def _check_batch(input: Tensor) -> None:
@@ -104,6 +121,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         if t is not None and tuple(t.shape) != shape:
             raise RuntimeError(f"layer_norm: {what} must have shape {shape} (normalized_shape), "
                                f"got {tuple(t.shape)}")
+    _check_like("layer_norm", input, {"weight": weight, "bias": bias})
     axes = tuple(range(input.ndim - len(shape), input.ndim))
     mean = input.mean(dim=axes, keepdim=True)
     var = ((input - mean) ** 2).mean(dim=axes, keepdim=True)
@@ -165,8 +183,9 @@ class _BatchNorm(Module):
         if not isinstance(input, Tensor) or input.ndim not in self.accepted_dims:
             got = f"{input.ndim}D input" if isinstance(input, Tensor) else type(input).__name__
             raise ValueError(f"expected {self.accepted_text} input (got {got})")
-        _check_channels(type(self).__name__, input, {"running_mean": self.running_mean,
-                                                     "weight": self.weight})
+        _check_channels(type(self).__name__, input, {
+            "running_mean": self.running_mean, "running_var": self.running_var,
+            "weight": self.weight, "bias": self.bias})
         # batch statistics in training, and whenever there are no running ones to use
         use_batch = self.training or not self.track_running_stats
         if use_batch:
