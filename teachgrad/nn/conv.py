@@ -20,8 +20,8 @@ from teachgrad.ops.conv import Im2Col, output_size
 from teachgrad.tensor import Tensor
 
 from . import init
+from .layers import add_weight_and_bias
 from .module import Module
-from .parameter import Parameter
 
 Pair = tuple[int, int]
 NO_INDICES = ("max_pool2d: teachgrad does not support return_indices=True (there is no "
@@ -220,20 +220,11 @@ class Conv2d(Module):
         self.padding = padding if isinstance(padding, str) else pair(padding, "padding", 0)
         self.padding_mode = padding_mode
         shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight = Parameter(tg.empty(shape, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(tg.empty((out_channels,), device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        add_weight_and_bias(self, shape, bias, device, dtype)
 
     def reset_parameters(self) -> None:
         """PyTorch's default scheme (the same as :class:`Linear`'s, with the kernel in fan_in)."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.weight.shape[1] * self.kernel_size[0] * self.kernel_size[1]
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-            init.uniform_(self.bias, -bound, bound)
+        init.default_weight_and_bias_(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
