@@ -118,10 +118,18 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     stride_, dilation_ = pair(stride, "stride", 1), pair(dilation, "dilation", 1)
     pads = _conv_padding(padding, (kh, kw), stride_, dilation_)
     columns, (out_h, out_w) = _windows("conv2d", image, (kh, kw), stride_, dilation_, pads, 0.0)
-    # (N, C, kh*kw, L) -> (N, groups, C/groups * kh*kw, L): one matrix of columns per group
-    columns = columns.reshape(n, groups, group_in * kh * kw, out_h * out_w)
-    filters = weight.reshape(groups, out_channels // groups, group_in * kh * kw)
-    out = tg.matmul(filters, columns).reshape(n, out_channels, out_h, out_w)
+    # One matrix of columns per group, every image's windows side by side:
+    # (N, C, kh*kw, L) -> (groups, C/groups * kh*kw, N * L), so each group is one large
+    # matrix product (fast on every backend) rather than N small ones.
+    rows, positions = group_in * kh * kw, out_h * out_w
+    columns = columns.reshape(n, groups, rows, positions).permute(1, 2, 0, 3)
+    columns = columns.reshape(groups, rows, n * positions)
+    filters = weight.reshape(groups, out_channels // groups, rows)
+    if groups == 1:  # a plain 2-D product
+        columns, filters = columns.squeeze(0), filters.squeeze(0)
+    out = tg.matmul(filters, columns)  # (groups,) out/groups x N*L
+    out = out.reshape(out_channels, n, positions).permute(1, 0, 2)
+    out = out.reshape(n, out_channels, out_h, out_w)
     if bias is not None:
         out = out + bias.reshape(1, out_channels, 1, 1)
     return out.squeeze(0) if unbatched else out

@@ -9,8 +9,9 @@ takes their maximum.
 
 The copy is one gather with a precomputed table of flat positions (which
 padded pixel lands in which row and column), so it runs unchanged on every
-backend. Its backward is the matching scatter-add ("col2im"): a pixel that
-sits in several windows collects the gradient of each.
+backend. Its backward ("col2im") adds each column's gradient back to the
+pixel it came from: a pixel that sits in several windows collects the
+gradient of each.
 """
 from __future__ import annotations
 
@@ -68,15 +69,26 @@ class Im2Col(Function):
         inside = (slice(None), slice(None), slice(top, top + h), slice(left, left + w))
         backend.setitem(padded, inside, image._array)
         flat = backend.reshape(padded, (n, c, padded_shape[0] * padded_shape[1]))
-        ctx.index = (slice(None), slice(None), backend.from_numpy(table))
-        ctx.flat_shape, ctx.padded_shape, ctx.inside = tuple(backend.shape(flat)), padded_shape, inside
-        ctx.dtype = image.dtype.numpy
-        return backend.getitem(flat, ctx.index)
+        index = (slice(None), slice(None), backend.from_numpy(table))
+        ctx.shape, ctx.dtype = (n, c) + padded_shape, image.dtype.numpy
+        ctx.kernel, ctx.stride, ctx.dilation, ctx.out, ctx.inside = kernel, stride, dilation, out, inside
+        return backend.getitem(flat, index)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
+        # col2im: window element (i, j) of every window is one strided slice of the padded
+        # image, so add the gradient back one slice at a time (kh * kw whole-array additions,
+        # where a scatter-add of every element would be far slower on the CPU).
         backend = ctx.backend
-        summed = backend.index_add(ctx.flat_shape, ctx.dtype, ctx.index, grad._array)
-        padded = backend.reshape(summed, ctx.flat_shape[:2] + ctx.padded_shape)
-        image_grad = backend.contiguous(backend.getitem(padded, ctx.inside))
+        (n, c), (kh, kw), (oh, ow) = ctx.shape[:2], ctx.kernel, ctx.out
+        per_element = backend.reshape(grad._array, (n, c, kh * kw, oh, ow))
+        summed = backend.zeros(ctx.shape, ctx.dtype)
+        for k in range(kh * kw):
+            top, left = (k // kw) * ctx.dilation[0], (k % kw) * ctx.dilation[1]
+            rows = slice(top, top + ctx.stride[0] * (oh - 1) + 1, ctx.stride[0])
+            cols = slice(left, left + ctx.stride[1] * (ow - 1) + 1, ctx.stride[1])
+            where = (slice(None), slice(None), rows, cols)
+            piece = backend.getitem(per_element, (slice(None), slice(None), k))
+            backend.setitem(summed, where, backend.binary("add", backend.getitem(summed, where), piece))
+        image_grad = backend.contiguous(backend.getitem(summed, ctx.inside))
         return Tensor._make(image_grad, backend, grad.device), None, None, None, None, None
