@@ -15,7 +15,21 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 with open(os.path.join(FIXTURES, "torch_layers.json")) as _f:
     CASES = {case["name"]: case for case in json.load(_f)["cases"]}
 ARRAYS = np.load(os.path.join(FIXTURES, "torch_layers.npz"), allow_pickle=False)
-DEVICES = ["cpu", "cuda"]
+DEVICES = ["cpu", "cpu-numba", "cuda"]  # cpu-numba: the cpu device on the numba CPU backend
+
+
+@pytest.fixture
+def device(request):
+    """The device to run on; for ``cpu-numba``, the cpu device with the numba backend."""
+    name = request.param
+    if name != "cpu-numba":
+        yield name
+        return
+    tg.backends.set_cpu_backend("numba")
+    try:
+        yield "cpu"
+    finally:
+        tg.backends.set_cpu_backend("numpy")
 
 
 def _names(fn: str) -> list[str]:
@@ -44,7 +58,7 @@ FUNCTION_CASES = [name for fn in ("conv2d", "max_pool2d", "avg_pool2d", "layer_n
                                   "batch_norm", "embedding") for name in _names(fn)]
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
 @pytest.mark.parametrize("name", FUNCTION_CASES)
 def test_forward_and_backward_match_pytorch(name, device):
     case = CASES[name]
@@ -61,7 +75,7 @@ def test_forward_and_backward_match_pytorch(name, device):
             _close(t.grad, ARRAYS[f"{name}/grad_{key}"])
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
 @pytest.mark.parametrize("name", _names("bn_module"))
 def test_batch_norm_running_statistics_and_eval_match_pytorch(name, device):
     case = CASES[name]
@@ -90,7 +104,7 @@ def _params_with_grads(name: str, count: int, device: str) -> list[tg.Tensor]:
     return params
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
 @pytest.mark.parametrize("name", _names("clip_grad_norm_"))
 def test_clip_grad_norm_matches_pytorch(name, device):
     case = CASES[name]
@@ -104,7 +118,7 @@ def test_clip_grad_norm_matches_pytorch(name, device):
         _close(p.grad, ARRAYS[f"{name}/clipped_{i}"])
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
 def test_clip_grad_value_matches_pytorch(device):
     case = CASES["clip_grad_value"]
     params = _params_with_grads("clip_grad_value", case["grads"], device)
