@@ -161,6 +161,10 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True) -> An
         raise ValueError("tg.load reads only data (tensors, numbers, strings, containers), never "
                          "pickled objects: weights_only=False is not supported.")
     if map_location is not None:
+        if not isinstance(map_location, (str, Device)):
+            raise TypeError(f"tg.load: map_location must be a device such as 'cpu' or 'cuda' (or "
+                            f"None), got {type(map_location).__name__}; teachgrad does not take "
+                            "PyTorch's dicts or functions here.")
         map_location = str(Device(map_location))
     name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else "the file object"
     try:

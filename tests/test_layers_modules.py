@@ -19,8 +19,10 @@ def test_conv2d_has_pytorch_s_shapes_defaults_and_initialisation():
     bound = 1 / math.sqrt(2 * 3 * 3)
     assert conv.weight.abs().max().item() <= bound and conv.bias.abs().max().item() <= bound
     assert repr(conv) == "Conv2d(4, 6, kernel_size=(3, 3), stride=(1, 1), groups=2)"
-    assert repr(nn.Conv2d(1, 2, (2, 3), stride=2, padding="same" if False else 1, bias=False)) == \
+    assert repr(nn.Conv2d(1, 2, (2, 3), stride=2, padding=1, bias=False)) == \
         "Conv2d(1, 2, kernel_size=(2, 3), stride=(2, 2), padding=(1, 1), bias=False)"
+    assert repr(nn.Conv2d(1, 2, 3, padding="same", dilation=2)) == \
+        "Conv2d(1, 2, kernel_size=(3, 3), stride=(1, 1), padding=same, dilation=(2, 2))"
     assert nn.Conv2d(1, 1, 3)(tg.randn(2, 1, 5, 7)).shape == (2, 1, 3, 5)
     assert nn.Conv2d(1, 1, 4, padding="same")(tg.randn(1, 6, 6)).shape == (1, 6, 6)
 

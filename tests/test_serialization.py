@@ -182,9 +182,11 @@ def _object_npy() -> bytes:
     return buffer.getvalue()
 
 
-def test_load_refuses_pickles_outright():
+def test_load_refuses_pickles_outright_and_odd_map_locations():
     with pytest.raises(ValueError, match="weights_only=False is not supported"):
         tg.load(io.BytesIO(_saved_bytes()), weights_only=False)
+    with pytest.raises(TypeError, match="map_location must be a device such as 'cpu' or 'cuda'"):
+        tg.load(io.BytesIO(_saved_bytes()), map_location={"cuda:0": "cpu"})
 
 
 def test_a_failed_save_leaves_an_existing_file_untouched(tmp_path):
