@@ -9,7 +9,8 @@
 * convolution and pooling (``conv.py``): :class:`Conv2d`, :class:`MaxPool2d`, :class:`AvgPool2d`;
 * normalisation (``norm.py``): :class:`BatchNorm1d`, :class:`BatchNorm2d`, :class:`LayerNorm`;
 * :class:`Embedding` (``sparse.py``);
-* :mod:`~teachgrad.nn.functional` (the same things as functions), :mod:`~teachgrad.nn.init` and
+* :mod:`~teachgrad.nn.functional` (the same things as functions), :mod:`~teachgrad.nn.init`,
+  ``arguments.py`` (the argument checks layers share) and
   :mod:`~teachgrad.nn.utils` (``clip_grad_norm_``, ``clip_grad_value_``).
 """
 from . import functional, init

@@ -20,25 +20,14 @@ from teachgrad.ops.conv import Im2Col, output_size
 from teachgrad.tensor import Tensor
 
 from . import init
+from .arguments import Pair, check_like, pair
 from .layers import add_weight_and_bias
 from .module import Module
 
-Pair = tuple[int, int]
 NO_INDICES = ("max_pool2d: teachgrad does not support return_indices=True (there is no "
               "max_unpool2d to use them).")
 AVG_DEFAULTS_ONLY = ("avg_pool2d: teachgrad supports only count_include_pad=True and "
                      "divisor_override=None (the defaults).")
-
-
-def pair(value: Any, name: str, minimum: int) -> Pair:
-    """``3`` or ``(3, 3)`` as a checked pair of ints, each at least ``minimum``."""
-    values = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
-    if len(values) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}")
-    if any(v < minimum for v in values):
-        kind = "positive" if minimum == 1 else "non-negative"
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
-    return values  # type: ignore[return-value]
 
 
 def _batched(name: str, input: Tensor) -> tuple[Tensor, bool]:
@@ -114,7 +103,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     if bias is not None and tuple(bias.shape) != (out_channels,):
         raise RuntimeError(f"conv2d: bias must have shape ({out_channels},) (one per output "
                            f"channel), got {tuple(bias.shape)}")
-    _check_same(image, weight, bias)
+    check_like("conv2d", image, {"weight": weight, "bias": bias})
     stride_, dilation_ = pair(stride, "stride", 1), pair(dilation, "dilation", 1)
     pads = _conv_padding(padding, (kh, kw), stride_, dilation_)
     columns, (out_h, out_w) = _windows("conv2d", image, (kh, kw), stride_, dilation_, pads, 0.0)
@@ -133,24 +122,6 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     if bias is not None:
         out = out + bias.reshape(1, out_channels, 1, 1)
     return out.squeeze(0) if unbatched else out
-
-
-def _check_same(image: Tensor, weight: Tensor, bias: Tensor | None) -> None:
-    """Input, weight and bias must share a dtype and a device (PyTorch does not promote here)."""
-    for other, name in ((weight, "weight"), (bias, "bias")):
-        if other is None:
-            continue
-        if other.device != image.device:
-            raise RuntimeError(
-                f"conv2d: input is on {image.device} but {name} is on {other.device}. "
-                f"Fix: move the layer with .to('{image.device}') (or the input to {other.device})."
-            )
-        if other.dtype != image.dtype:
-            raise RuntimeError(
-                f"conv2d: input type ({image.dtype}) and {name} type ({other.dtype}) should be "
-                f"the same. Fix: convert the input with .to({other.dtype}) or the layer with "
-                ".float() / .double()."
-            )
 
 
 def _pool_args(name: str, kernel_size: Any, stride: Any, padding: Any, dilation: Any,

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import teachgrad as tg
 from teachgrad.tensor import Tensor
 
+from .arguments import check_like
 from .module import Module
 from .parameter import Parameter
 
@@ -37,24 +38,8 @@ def _check_channels(name: str, input: Tensor, tensors: dict[str, Tensor | None])
                 f"input's dimension 1), not shape {tuple(t.shape)}. Fix: build the layer with "
                 f"num_features={channels}."
             )
-    _check_like(name, input, tensors)
+    check_like(name, input, tensors)
     return channels
-
-
-def _check_like(name: str, input: Tensor, tensors: dict[str, Tensor | None]) -> None:
-    """The layer's tensors must have the input's dtype and device (PyTorch does not promote)."""
-    for what, t in tensors.items():
-        if t is None:
-            continue
-        if t.device != input.device:
-            raise RuntimeError(f"{name}: input is on {input.device} but {what} is on {t.device}. "
-                               f"Fix: move the layer with .to('{input.device}').")
-        if t.dtype != input.dtype:
-            raise RuntimeError(
-                f"{name}: input type ({input.dtype}) and {what} type ({t.dtype}) should be the "
-                f"same. Fix: convert the input with .to({t.dtype}) or the layer with .float() / "
-                ".double()."
-            )
 
 
 def _check_batch(input: Tensor) -> None:
@@ -121,7 +106,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         if t is not None and tuple(t.shape) != shape:
             raise RuntimeError(f"layer_norm: {what} must have shape {shape} (normalized_shape), "
                                f"got {tuple(t.shape)}")
-    _check_like("layer_norm", input, {"weight": weight, "bias": bias})
+    check_like("layer_norm", input, {"weight": weight, "bias": bias})
     axes = tuple(range(input.ndim - len(shape), input.ndim))
     mean = input.mean(dim=axes, keepdim=True)
     var = ((input - mean) ** 2).mean(dim=axes, keepdim=True)
