@@ -45,6 +45,13 @@ FileLike = str | os.PathLike | BinaryIO
 _DICT_TYPES = {"dict": dict, "OrderedDict": OrderedDict, "Counter": Counter}
 
 
+def _no_pickle_options(function: str, **options: Any) -> None:
+    for name, value in options.items():
+        if value is not None:
+            raise ValueError(f"tg.{function} does not support {name}= (teachgrad files hold "
+                             f"plain data, never pickles; leave it out)")
+
+
 class _Writer:
     """Turns an object into JSON-able data, collecting its tensors' arrays on the way."""
 
@@ -88,12 +95,14 @@ class _Writer:
                 "parameter": isinstance(t, Parameter)}
 
 
-def save(obj: Any, f: FileLike) -> None:
+def save(obj: Any, f: FileLike, pickle_module: Any = None, pickle_protocol: Any = None) -> None:
     """Write ``obj`` (tensors, state dicts, and plain containers of them) to ``f``.
 
     ``f`` is a path or a binary file object. A path is written to a temporary
     file first and renamed at the end, so a failed save never leaves half a file.
+    (PyTorch's ``pickle_module`` and ``pickle_protocol`` have no meaning here: no pickles.)
     """
+    _no_pickle_options("save", pickle_module=pickle_module, pickle_protocol=pickle_protocol)
     writer = _Writer()
     root = writer.encode(obj, "")  # everything is checked before a byte is written
     manifest = json.dumps({"format": FORMAT, "version": VERSION, "tensors": len(writer.arrays),
@@ -151,12 +160,14 @@ class _Reader:
         return self.built[number]
 
 
-def load(f: FileLike, map_location: Any = None, weights_only: bool = True) -> Any:
+def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool = True, mmap: Any = None) -> Any:
     """Read back what :func:`save` wrote. ``map_location`` (e.g. ``"cpu"``) puts every
     tensor on that device instead of the one it was saved from.
 
     Nothing is ever unpickled, so ``weights_only=False`` is refused.
     """
+    _no_pickle_options("load", pickle_module=pickle_module, mmap=mmap)
     if weights_only is not True:
         raise ValueError("tg.load reads only data (tensors, numbers, strings, containers), never "
                          "pickled objects: weights_only=False is not supported.")

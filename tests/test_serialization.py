@@ -185,6 +185,10 @@ def _object_npy() -> bytes:
 def test_load_refuses_pickles_outright_and_odd_map_locations():
     with pytest.raises(ValueError, match="weights_only=False is not supported"):
         tg.load(io.BytesIO(_saved_bytes()), weights_only=False)
+    with pytest.raises(ValueError, match=r"tg.load does not support pickle_module= \(teachgrad files"):
+        tg.load(io.BytesIO(_saved_bytes()), pickle_module=object())
+    with pytest.raises(ValueError, match=r"tg.save does not support pickle_protocol="):
+        tg.save(tg.ones(1), io.BytesIO(), pickle_protocol=4)
     with pytest.raises(TypeError, match="map_location must be a device such as 'cpu' or 'cuda'"):
         tg.load(io.BytesIO(_saved_bytes()), map_location={"cuda:0": "cpu"})
 
