@@ -62,6 +62,8 @@ class _Writer:
     def encode(self, obj: Any, where: str) -> Any:
         if isinstance(obj, Tensor):
             return self._tensor(obj)
+        if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
+            obj = obj.item()  # a numpy scalar is saved as the Python number it holds
         if obj is None or isinstance(obj, (bool, int, str)):
             return obj
         if isinstance(obj, float):

@@ -33,9 +33,10 @@ def test_a_tensor_keeps_values_dtype_shape_and_requires_grad():
 def test_containers_numbers_and_strings_come_back_as_they_were():
     t = tg.arange(3.0)
     obj = {"a": [t, (1, 2.5, None)], 3: "three", 1.5: True, None: OrderedDict(x=t),
-           "c": Counter({4: 2}), "inf": math.inf, "nan": float("nan")}
+           "c": Counter({4: 2}), "inf": math.inf, "nan": float("nan"), "np": np.int64(4)}
     back = _round_trip(obj)
-    assert list(back) == ["a", 3, 1.5, None, "c", "inf", "nan"]
+    assert list(back) == ["a", 3, 1.5, None, "c", "inf", "nan", "np"]
+    assert back["np"] == 4 and type(back["np"]) is int
     assert back["a"][1] == (1, 2.5, None) and isinstance(back["a"], list)
     assert back[3] == "three" and back[1.5] is True
     assert isinstance(back[None], OrderedDict) and isinstance(back["c"], Counter)
