@@ -133,6 +133,12 @@ def test_batch_norm_errors_leave_the_running_statistics_alone():
         nn.BatchNorm1d(3, momentum=1.5)
     with pytest.raises(ValueError, match="running_mean and running_var must be given when training=False"):
         F.batch_norm(tg.randn(2, 3), None, None)
+    running = tg.zeros(3)
+    with pytest.raises(TypeError, match="batch_norm: momentum must be a non-negative number, got '0.1'"):
+        F.batch_norm(tg.randn(2, 3), running, tg.ones(3), training=True, momentum="0.1")
+    assert running.tolist() == [0.0] * 3
+    with pytest.raises(TypeError, match="layer_norm: eps must be a non-negative number, got None"):
+        F.layer_norm(tg.randn(2, 3), 3, eps=None)
 
 
 def test_batch_norm_without_running_statistics_uses_the_batch_in_eval_too():

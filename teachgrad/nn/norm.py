@@ -42,6 +42,12 @@ def _check_channels(name: str, input: Tensor, tensors: dict[str, Tensor | None])
     return channels
 
 
+def _check_numbers(name: str, **values: Any) -> None:
+    for what, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise TypeError(f"{name}: {what} must be a non-negative number, got {value!r}")
+
+
 def _check_batch(input: Tensor) -> None:
     """Training statistics need at least two values per channel (a variance of one is 0)."""
     if input.numel() // input.shape[1] <= 1:
@@ -63,6 +69,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     """
     channels = _check_channels("batch_norm", input, {
         "running_mean": running_mean, "running_var": running_var, "weight": weight, "bias": bias})
+    _check_numbers("batch_norm", momentum=momentum, eps=eps)
     if not training and (running_mean is None or running_var is None):
         raise ValueError("batch_norm: running_mean and running_var must be given when "
                          "training=False. Fix: pass them, or training=True.")
@@ -94,6 +101,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
     """Normalise each sample over its last ``len(normalized_shape)`` dimensions, as
     ``torch.nn.functional.layer_norm``."""
     shape = _normalized_shape(normalized_shape)
+    _check_numbers("layer_norm", eps=eps)
     if not isinstance(input, Tensor) or tuple(input.shape[input.ndim - len(shape):]) != shape \
             or input.ndim < len(shape):
         got = list(input.shape) if isinstance(input, Tensor) else type(input).__name__
