@@ -114,6 +114,7 @@ def test_the_initial_lr_is_kept_in_the_groups_and_needed_to_resume():
 
 @pytest.mark.parametrize("make, message", [
     (lambda o: S.StepLR("sgd", 2), "str is not an Optimizer"),
+    (lambda o: S.LambdaLR("sgd", [warmup]), "str is not an Optimizer"),
     (lambda o: S.StepLR(o, 0), "step_size must be a positive int, got 0"),
     (lambda o: S.StepLR(o, 2.5), "step_size must be a positive int, got 2.5"),
     (lambda o: S.StepLR(o, 2, gamma="x"), "gamma must be a number, got 'x'"),

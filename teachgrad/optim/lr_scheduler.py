@@ -46,14 +46,18 @@ def _number(name: str, value: Any) -> float:
     return value
 
 
+def _check_optimizer(optimizer: Any) -> None:
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+
+
 class LRScheduler:
     """Base class: keeps ``base_lrs``, ``last_epoch`` and the step logic; a subclass
     writes :meth:`get_lr` (the next rates) and, if it has one, ``_get_closed_form_lr``
     (the rates at ``last_epoch`` straight from ``base_lrs``)."""
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _check_optimizer(optimizer)
         if not isinstance(last_epoch, int) or isinstance(last_epoch, bool) or last_epoch < -1:
             raise ValueError(f"last_epoch must be -1 (a fresh start) or the epoch to resume at, "
                              f"got {last_epoch!r}")
@@ -131,7 +135,8 @@ class LambdaLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list,
                  last_epoch: int = -1) -> None:
-        groups = len(getattr(optimizer, "param_groups", ()))
+        _check_optimizer(optimizer)
+        groups = len(optimizer.param_groups)
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != groups:
                 raise ValueError(f"Expected {groups} lr_lambdas, but got {len(lr_lambda)}")
