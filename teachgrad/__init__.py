@@ -27,7 +27,9 @@ from .ops.functional import (  # noqa: E402
     minimum, mm, mul, ne, neg, permute, pow, relu, reshape, sigmoid, sign, sin, softmax, sqrt,
     squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where,
 )
+from .generator import Generator  # noqa: E402
 from .random import manual_seed  # noqa: E402
+from .serialization import load, save  # noqa: E402
 from .tensor import Size, Tensor, tensor  # noqa: E402
 
 float = float32  # noqa: A001  (tg.float, like torch.float)

@@ -6,18 +6,28 @@
 * layers (``layers.py``): :class:`Linear`, :class:`ReLU`, :class:`Tanh`, :class:`Sigmoid`,
   :class:`Softmax`, :class:`LogSoftmax`, :class:`Flatten`, :class:`Dropout`, :class:`Identity`;
 * losses (``loss.py``): :class:`MSELoss`, :class:`L1Loss`, :class:`CrossEntropyLoss`, :class:`NLLLoss`;
-* :mod:`~teachgrad.nn.functional` (the same things as functions) and :mod:`~teachgrad.nn.init`.
+* convolution and pooling (``conv.py``): :class:`Conv2d`, :class:`MaxPool2d`, :class:`AvgPool2d`;
+* normalisation (``norm.py``): :class:`BatchNorm1d`, :class:`BatchNorm2d`, :class:`LayerNorm`;
+* :class:`Embedding` (``sparse.py``);
+* :mod:`~teachgrad.nn.functional` (the same things as functions), :mod:`~teachgrad.nn.init`,
+  ``arguments.py`` (the argument checks layers share) and
+  :mod:`~teachgrad.nn.utils` (``clip_grad_norm_``, ``clip_grad_value_``).
 """
 from . import functional, init
+from . import utils
 from .containers import Sequential
+from .conv import AvgPool2d, Conv2d, MaxPool2d
 from .layers import Dropout, Flatten, Identity, Linear, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .loss import CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module
+from .norm import BatchNorm1d, BatchNorm2d, LayerNorm
 from .parameter import Parameter
+from .sparse import Embedding
 
 __all__ = [
     "Module", "Parameter", "Sequential",
     "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten", "Dropout", "Identity",
     "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss",
-    "functional", "init",
+    "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
+    "functional", "init", "utils",
 ]

@@ -217,3 +217,9 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor) -> None:
             f"{name}: target {bad} is out of bounds: class indices must lie in "
             f"[0, {num_classes - 1}] for {num_classes} classes."
         )
+
+
+# -- layers with a file of their own (each module holds its layer class too) --
+from .conv import avg_pool2d, conv2d, max_pool2d  # noqa: E402
+from .norm import batch_norm, layer_norm  # noqa: E402
+from .sparse import embedding  # noqa: E402

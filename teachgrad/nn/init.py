@@ -123,3 +123,15 @@ def kaiming_normal_(
     fan = _fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return normal_(tensor, 0.0, std)
+
+
+def default_weight_and_bias_(weight: Tensor, bias: Tensor | None) -> None:
+    """PyTorch's default start for ``Linear`` and ``Conv2d``: both uniform on ``±1/sqrt(fan_in)``.
+
+    (``kaiming_uniform_`` with ``a=sqrt(5)`` gives exactly that bound for the weight.)
+    """
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+        uniform_(bias, -bound, bound)

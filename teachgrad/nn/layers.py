@@ -5,7 +5,6 @@ calls the matching function of :mod:`teachgrad.nn.functional` in ``forward``.
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import teachgrad as tg
@@ -15,6 +14,18 @@ from . import functional as F
 from . import init
 from .module import Module
 from .parameter import Parameter
+
+
+def add_weight_and_bias(module: Module, weight_shape: tuple[int, ...], bias: bool, device: Any,
+                        dtype: Any) -> None:
+    """Give ``module`` a ``weight`` of ``weight_shape`` and a ``bias`` of one value per output
+    (``weight_shape[0]``), or ``bias=None``, then its ``reset_parameters()`` start."""
+    module.weight = Parameter(tg.empty(weight_shape, device=device, dtype=dtype))
+    if bias:
+        module.bias = Parameter(tg.empty((weight_shape[0],), device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()
 
 
 class Linear(Module):
@@ -31,20 +42,11 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(tg.empty((out_features, in_features), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(tg.empty((out_features,), device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        add_weight_and_bias(self, (out_features, in_features), bias, device, dtype)
 
     def reset_parameters(self) -> None:
         """Draw fresh starting values (PyTorch's default scheme)."""
-        # a=sqrt(5) makes kaiming_uniform_'s bound exactly 1/sqrt(fan_in).
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
-            init.uniform_(self.bias, -bound, bound)
+        init.default_weight_and_bias_(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)

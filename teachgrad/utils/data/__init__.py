@@ -1,0 +1,17 @@
+"""``tg.utils.data``: datasets, samplers and the ``DataLoader``, as ``torch.utils.data``.
+
+* ``dataset.py``: :class:`Dataset`, :class:`TensorDataset`, :class:`Subset`, :func:`random_split`;
+* ``sampler.py``: :class:`Sampler`, :class:`SequentialSampler`, :class:`RandomSampler`,
+  :class:`SubsetRandomSampler`, :class:`BatchSampler`;
+* ``dataloader.py``: :class:`DataLoader` and :func:`default_collate`.
+
+(``tg.data`` adds synthetic data sets, ``make_moons`` and friends, and re-exports these.)
+"""
+from .dataloader import DataLoader, default_collate
+from .dataset import Dataset, Subset, TensorDataset, random_split
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler
+
+__all__ = [
+    "Dataset", "TensorDataset", "Subset", "random_split", "DataLoader", "default_collate",
+    "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler",
+]
