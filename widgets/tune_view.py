@@ -9,7 +9,6 @@ spent next to a random search's, when one is given.
 from __future__ import annotations
 
 import math
-from html import escape
 from typing import Any
 
 import ipywidgets as widgets
@@ -57,10 +56,11 @@ class TuneView(StaticSVG, widgets.HTML):
         trials = [t for t in self.result.trials if t.bracket == k]
         ok = [t for t in trials if t.status == "ok"]
         budgets = [t.budget for t in trials]
-        panel = Panel.fit(x0, y0, PANEL_W - 60, PANEL_H - 75, budgets, [t.loss for t in ok],
-                          xlog=True)
+        losses = [t.loss for t in ok]
+        panel = Panel.fit(x0, y0, PANEL_W - 60, PANEL_H - 75, budgets, losses, xlog=True,
+                          ylog=bool(losses) and min(losses) > 0)
         rungs = self.result.schedule[k] if k < len(self.result.schedule) else []
-        body = panel.frame(f"bracket {k}", xlabel="budget")
+        body = panel.frame(f"bracket {k}", xlabel="budget", ylabel="loss")
         body.append(text(x0 + (PANEL_W - 60) / 2, y0 + PANEL_H - 38,
                          "rungs: " + ", ".join(f"{n}×{b:g}" for n, b in rungs), size=9))
         by_config: dict[int, list] = {}
@@ -110,6 +110,6 @@ class TuneView(StaticSVG, widgets.HTML):
         y_bars = math.ceil(n / COLUMNS) * PANEL_H + 10
         body += self._budget_bars(y_bars, width)
         legend = ("● promoted or final   ○ stopped   ✕ failed   "
-                  f"— {escape(self.result.summary())}")
+                  f"— {self.result.summary()}")
         body.append(text(10, y_bars + 70, legend[:160], size=9, anchor="start", fill="#555555"))
         return document(width, y_bars + 85, body, kind="tune-view")
