@@ -35,7 +35,7 @@ def check_hyperband_schedule(hyperband_schedule: Callable) -> Feedback:
                                "e.g. [[(81, 1), (27, 3), ...], [(34, 3), ...], ...]") from None
             s_max = len(expected) - 1
             if len(got) != len(expected):
-                hint = ("s_max = floor(log_eta(R)); math.log(81, 3) is 3.9999999999999996, so "
+                hint = ("s_max = floor(log_eta(R)); math.log(243, 3) is 4.999999999999999, so "
                         "compute it with integers (while eta ** (s + 1) <= R)")
                 raise Mismatch(f"{len(got)} brackets, expected s_max + 1 = {s_max + 1}",
                                expected, got, hint)
@@ -55,8 +55,8 @@ def check_hyperband_schedule(hyperband_schedule: Callable) -> Feedback:
         return Test(f"max_budget = {max_budget}, eta = {eta}", run)
 
     rng = np.random.default_rng()
-    tests = [make(81, 3)] + [make(int(rng.integers(10, 300)), int(rng.integers(2, 5)))
-                             for _ in range(3)]
+    tests = [make(81, 3), make(243, 3)] + [make(int(rng.integers(10, 300)), int(rng.integers(2, 5)))
+                                           for _ in range(3)]
     return check("13.1", tests, candidate=hyperband_schedule,
                  solved="your schedule is the paper's, bracket by bracket, rung by rung.")
 

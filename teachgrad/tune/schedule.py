@@ -52,7 +52,7 @@ def plain_budget(budget: Fraction) -> float | int:
 
 
 def _floor_log(value: Fraction, eta: int) -> int:
-    """floor(log_eta(value)) in exact arithmetic (log(81)/log(3) is 3.9999999999999996)."""
+    """floor(log_eta(value)) in exact arithmetic (math.log(243, 3) is 4.999999999999999)."""
     s = 0
     while Fraction(eta) ** (s + 1) <= value:
         s += 1
