@@ -58,50 +58,44 @@ class ModuleHooks:
                                  f"call super().__init__() first in {type(self).__name__}.__init__")
         return self.__dict__[name]
 
-    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
-                                  with_kwargs: bool = False) -> RemovableHandle:
-        """Call ``hook(module, args)`` before each ``forward`` (with ``with_kwargs``:
-        ``hook(module, args, kwargs)``, returning ``None`` or ``(args, kwargs)``)."""
-        _check_hook(hook, "register_forward_pre_hook")
-        hooks = self._hook_dict("_forward_pre_hooks")
-        flags = self._hook_dict("_forward_pre_hooks_with_kwargs")
+    def _register(self, method: str, hooks_name: str, hook: Callable, prepend: bool,
+                  flags_name: str | None = None, with_kwargs: bool = False) -> RemovableHandle:
+        """File ``hook`` in ``self.<hooks_name>`` (first with ``prepend``) and return its handle;
+        ``with_kwargs`` hooks are also marked in ``self.<flags_name>``."""
+        _check_hook(hook, method)
+        hooks = self._hook_dict(hooks_name)
+        flags = self._hook_dict(flags_name) if flags_name else {}
         handle = RemovableHandle(hooks, flags)
         _add(hooks, handle, hook, prepend)
         if with_kwargs:
             flags[handle.id] = True
         return handle
+
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """Call ``hook(module, args)`` before each ``forward`` (with ``with_kwargs``:
+        ``hook(module, args, kwargs)``, returning ``None`` or ``(args, kwargs)``)."""
+        return self._register("register_forward_pre_hook", "_forward_pre_hooks", hook, prepend,
+                              "_forward_pre_hooks_with_kwargs", with_kwargs)
 
     def register_forward_hook(self, hook: Callable, *, prepend: bool = False,
                               with_kwargs: bool = False) -> RemovableHandle:
         """Call ``hook(module, args, output)`` after each ``forward``; a value it returns
         replaces the output (with ``with_kwargs``: ``hook(module, args, kwargs, output)``)."""
-        _check_hook(hook, "register_forward_hook")
-        hooks = self._hook_dict("_forward_hooks")
-        flags = self._hook_dict("_forward_hooks_with_kwargs")
-        handle = RemovableHandle(hooks, flags)
-        _add(hooks, handle, hook, prepend)
-        if with_kwargs:
-            flags[handle.id] = True
-        return handle
+        return self._register("register_forward_hook", "_forward_hooks", hook, prepend,
+                              "_forward_hooks_with_kwargs", with_kwargs)
 
     def register_full_backward_pre_hook(self, hook: Callable, *,
                                         prepend: bool = False) -> RemovableHandle:
         """Call ``hook(module, grad_output)`` in backward, before ``grad_input`` is computed."""
-        _check_hook(hook, "register_full_backward_pre_hook")
-        hooks = self._hook_dict("_backward_pre_hooks")
-        handle = RemovableHandle(hooks)
-        _add(hooks, handle, hook, prepend)
-        return handle
+        return self._register("register_full_backward_pre_hook", "_backward_pre_hooks", hook,
+                              prepend)
 
     def register_full_backward_hook(self, hook: Callable, *,
                                     prepend: bool = False) -> RemovableHandle:
         """Call ``hook(module, grad_input, grad_output)`` in backward, once the gradient with
         respect to the module's inputs is known; a tuple it returns replaces ``grad_input``."""
-        _check_hook(hook, "register_full_backward_hook")
-        hooks = self._hook_dict("_backward_hooks")
-        handle = RemovableHandle(hooks)
-        _add(hooks, handle, hook, prepend)
-        return handle
+        return self._register("register_full_backward_hook", "_backward_hooks", hook, prepend)
 
     def register_backward_hook(self, hook: Callable) -> RemovableHandle:
         raise RuntimeError(

@@ -23,8 +23,10 @@ def _spirals_data() -> tuple:
 
 
 def spirals_objective(config: dict, budget: float) -> float:
-    """Train a 2-``width``-``width``-3 MLP for ``budget * STEPS_PER_BUDGET`` SGD steps and return
-    its validation cross-entropy. ``config`` holds ``lr``, ``width``, ``weight_decay``.
+    """Train a 2-``width``-``width``-3 MLP for ``budget * steps_per_budget`` SGD steps and return
+    its validation cross-entropy. ``config`` holds ``lr``, ``width``, ``weight_decay`` and,
+    optionally, ``steps_per_budget`` (default :data:`STEPS_PER_BUDGET`: what one unit of
+    budget is worth, fixed in the search space, e.g. ``{"steps_per_budget": 15, ...}``).
 
     Deterministic: the same (config, budget) gives the same loss in any process.
     """
@@ -36,7 +38,8 @@ def spirals_objective(config: dict, budget: float) -> float:
     opt = tg.optim.SGD(model.parameters(), lr=config["lr"], momentum=0.9,
                        weight_decay=config.get("weight_decay", 0.0))
     loss_fn = tg.nn.CrossEntropyLoss()
-    for _ in range(int(round(budget * STEPS_PER_BUDGET))):
+    steps_per_budget = config.get("steps_per_budget", STEPS_PER_BUDGET)
+    for _ in range(int(round(budget * steps_per_budget))):
         opt.zero_grad()
         loss = loss_fn(model(X), y)
         loss.backward()
