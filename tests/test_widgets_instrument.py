@@ -38,6 +38,22 @@ def test_live_curves_record_every_point_but_redraw_at_most_max_fps() -> None:
     assert "loss" in curves.value and "0.001" in curves.to_svg()
 
 
+def test_live_curves_draw_a_bounded_number_of_points_but_keep_all() -> None:
+    from teachgrad.widgets.live_curves import MAX_DRAWN_POINTS, thinned
+
+    curves = LiveCurves(max_fps=1e-9)
+    for step in range(10_001):
+        curves.add_scalar("loss", float(step), step)
+    assert len(curves.series["loss"][0]) == 10_001
+    steps, values = thinned(*curves.series["loss"])
+    assert len(steps) <= MAX_DRAWN_POINTS + 1 and steps[0] == 0 and steps[-1] == 10_000
+    assert values == [float(s) for s in steps]
+    assert thinned([1, 2, 3], [4.0, 5.0, 6.0]) == ([1, 2, 3], [4.0, 5.0, 6.0])
+    curves.redraw()
+    polyline = curves.value.split("<polyline points=\"")[1].split("\"")[0]
+    assert len(polyline.split()) == len(steps)
+
+
 def test_live_curves_listen_to_a_summary_writer(tmp_path) -> None:
     curves = LiveCurves()
     with SummaryWriter(tmp_path) as writer:

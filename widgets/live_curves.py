@@ -12,7 +12,9 @@ Feed it the calls you already make, or let a ``SummaryWriter`` feed it::
 
 Recording a point is an append to a list. Drawing is the expensive part, so the
 chart redraws at most ``max_fps`` times a second (4 by default): a loop of
-thousands of steps triggers a handful of redraws, not thousands.
+thousands of steps triggers a handful of redraws, not thousands. Each curve is
+drawn with at most ``MAX_DRAWN_POINTS`` points, so a redraw does not grow with
+the length of the run (every point is still kept in ``series``).
 """
 from __future__ import annotations
 
@@ -27,6 +29,20 @@ from ._display import StaticSVG
 from ._svg import PALETTE, document, text
 
 PANEL_W, PANEL_H, COLUMNS = 260, 150, 3
+#: A curve is drawn with at most this many points (a panel is ~200 pixels wide), so a
+#: redraw costs the same after 100 steps as after 100,000.
+MAX_DRAWN_POINTS = 400
+
+
+def thinned(steps: list[int], values: list[float]) -> tuple[list[int], list[float]]:
+    """Every k-th point (and always the last) when there are more than MAX_DRAWN_POINTS."""
+    k = -(-len(steps) // MAX_DRAWN_POINTS)
+    if k <= 1:
+        return steps, values
+    keep = list(range(0, len(steps), k))
+    if keep[-1] != len(steps) - 1:
+        keep.append(len(steps) - 1)
+    return [steps[i] for i in keep], [values[i] for i in keep]
 
 
 class LiveCurves(StaticSVG, widgets.HTML):
@@ -80,7 +96,7 @@ class LiveCurves(StaticSVG, widgets.HTML):
         width = PANEL_W * min(len(tags), COLUMNS)
         body = []
         for k, tag in enumerate(tags):
-            steps, values = self.series[tag]
+            steps, values = thinned(*self.series[tag])
             x0 = (k % COLUMNS) * PANEL_W + 45
             y0 = (k // COLUMNS) * PANEL_H + 25
             panel = Panel.fit(x0, y0, PANEL_W - 60, PANEL_H - 55, steps, values)
