@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", default=str(RESULTS / "live_curves_overhead.json"))
     args = parser.parse_args(argv)
+    head = header(None)  # (its load average: before the runs)
     times: dict[bool, list[float]] = {False: [], True: []}
     redraws = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     stats = {("with" if listen else "without"): {"min_s": min(t), "median_s": statistics.median(t),
                                                  "max_s": max(t)} for listen, t in times.items()}
     ratio = stats["with"]["median_s"] / stats["without"]["median_s"]
-    result = {"header": header(None), "steps": STEPS, "scalars_per_step": 3,
+    result = {"header": head, "steps": STEPS, "scalars_per_step": 3,
               "repeats": args.repeats, "loop": stats, "ratio_median": ratio,
               "ratio_min": stats["with"]["min_s"] / stats["without"]["min_s"],
               "redraws_per_run": redraws, "unit_costs": unit_costs()}

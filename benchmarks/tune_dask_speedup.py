@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=str(RESULTS / "tune_dask_speedup.json"))
     args = parser.parse_args(argv)
+    head = header(None)  # (its load average: before the runs)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the workers inherit it
     probes = [free_core_probe()]
     times: dict[int, list[float]] = {1: [], 2: []}
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
              for w, t in times.items()}
     speedup_median = stats[1]["median_s"] / stats[2]["median_s"]
     speedup_best = stats[1]["min_s"] / stats[2]["min_s"]
-    result = {"header": header(None), "trials": TRIALS, "budget": BUDGET,
+    result = {"header": head, "trials": TRIALS, "budget": BUDGET,
               "threads_per_worker": 1, "repeats": args.repeats,
               "one_worker": stats[1], "two_workers": stats[2],
               "speedup_median": speedup_median, "speedup_min_times": speedup_best,
