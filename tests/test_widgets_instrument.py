@@ -181,3 +181,14 @@ def test_tune_view_counts_come_from_the_result(searches) -> None:
 def test_tune_view_refuses_other_things() -> None:
     with pytest.raises(TypeError, match="TuneView draws a teachgrad.tune.SearchResult"):
         TuneView({"trials": []})
+
+
+def test_chart_keeps_zeros_on_a_log_axis_inside_the_panel() -> None:
+    from teachgrad.widgets._chart import Panel
+
+    panel = Panel.fit(10, 20, 100, 50, [0, 1, 2], [1e-3, 0.0, 1.0], ylog=True)
+    assert panel.ys == (1e-3, 1.0)  # the 0 does not stretch the axis
+    for x, y in [(0, 1e-3), (1, 0.0), (2, 1.0), (5, 1e9)]:
+        px, py = panel.px(x, y)
+        assert 10 <= px <= 110 and 20 <= py <= 70
+    assert panel.px(1, 0.0)[1] == 70  # on the bottom edge

@@ -52,8 +52,10 @@ class Panel:
         return (v - low) / (high - low) if high != low else 0.5
 
     def px(self, vx: float, vy: float) -> tuple[float, float]:
-        fx = self._frac(vx, self.xs, self.xlog)
-        fy = self._frac(vy, self.ys, self.ylog)
+        # kept inside the panel: a 0 on a log axis (a dead layer's gradient) sits on the
+        # bottom edge instead of falling off the picture
+        fx = min(max(self._frac(vx, self.xs, self.xlog), 0.0), 1.0)
+        fy = min(max(self._frac(vy, self.ys, self.ylog), 0.0), 1.0)
         return self.x + fx * self.w, self.y + self.h - fy * self.h
 
     def frame(self, title: str, xlabel: str = "", ylabel: str = "") -> list[str]:
