@@ -159,6 +159,35 @@ def shared_module(lib: Any) -> list:
     return log
 
 
+def _scaled(lib: Any) -> Any:
+    class Scaled(lib.nn.Module):
+        """forward(x, scale=1.0) -> x * scale: a keyword argument for with_kwargs hooks."""
+
+        def forward(self, x: Any, scale: float = 1.0) -> Any:
+            return x * scale
+
+    return Scaled()
+
+
+def keyword_hooks(lib: Any) -> list:
+    """with_kwargs=True hooks see (and may replace) keyword arguments; they run in
+    registration order among the plain hooks."""
+    log: list = []
+    module = _scaled(lib)
+    module.register_forward_pre_hook(lambda m, args: log.append(["forward_pre", "plain"]))
+    module.register_forward_pre_hook(
+        lambda m, args, kwargs: (log.append(["forward_pre", "kwargs", sorted(kwargs.items())]),
+                                 ((args[0] + 1,), {"scale": kwargs["scale"] * 10}))[1],
+        with_kwargs=True)
+    module.register_forward_hook(
+        lambda m, args, kwargs, out: log.append(["forward", "kwargs", sorted(kwargs.items()),
+                                                 as_data(out)]), with_kwargs=True)
+    module.register_forward_hook(lambda m, args, out: log.append(["forward", "plain", as_data(args)]))
+    x = lib.tensor([1.0, 2.0], dtype=lib.float64)
+    log.append(["output", as_data(module(x, scale=0.5))])
+    return log
+
+
 SCENARIOS: dict[str, Callable[[Any], list]] = {
     "order": order,
     "order_no_input_grad": order_no_input_grad,
@@ -166,4 +195,5 @@ SCENARIOS: dict[str, Callable[[Any], list]] = {
     "remove_and_prepend": remove_and_prepend,
     "many_inputs_and_outputs": many_inputs_and_outputs,
     "shared_module": shared_module,
+    "keyword_hooks": keyword_hooks,
 }
