@@ -13,12 +13,16 @@ kernel launches); none re-enacts the engine. Each also renders as a static
 picture (SVG or PNG, ``.to_svg()``), which is what the book shows without a kernel.
 """
 from .graph_view import GraphView
+from .layer_stats import LayerStats  # per-layer activation/gradient statistics, from hooks
+from .live_curves import LiveCurves  # training curves fed by SummaryWriter.add_scalar
 from .race_view import RaceView
 from .render import GraphvizUnavailable, render_svg
 from .speed_chart import SpeedChart
 from .stepper import BackpropStepper
 from .thread_map import ThreadMap
 from .tile_view import TileView
+from .tune_view import TuneView  # brackets and rungs of a teachgrad.tune search
 
 __all__ = ["BackpropStepper", "GraphView", "GraphvizUnavailable", "RaceView", "SpeedChart",
            "ThreadMap", "TileView", "render_svg"]
+__all__ += ["LayerStats", "LiveCurves", "TuneView"]

@@ -16,11 +16,11 @@ from collections import OrderedDict
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import teachgrad as tg
-from teachgrad.autograd import function
 from teachgrad.device import as_device
 from teachgrad.dtypes import DType, get_dtype
 from teachgrad.tensor import Tensor
 
+from .module_hooks import ModuleHooks
 from .parameter import Parameter, forget_grads
 
 
@@ -59,7 +59,7 @@ def _addindent(text: str, spaces: int) -> str:
     return lines[0] + "\n" + "\n".join(pad + line for line in lines[1:])
 
 
-class Module:
+class Module(ModuleHooks):
     """Base class for all layers and models; subclass it and define ``forward``.
 
     Example::
@@ -83,6 +83,7 @@ class Module:
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", {})
+        self._init_hooks()  # forward/backward hooks (module_hooks.py)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
@@ -90,14 +91,10 @@ class Module:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # The single entry point of every module call: forward/backward hooks go here.
-        # The graph nodes made inside remember this module (a graph view groups by it).
-        outer = function.module_path
-        function.module_path = outer + (self,)
-        try:
-            return self.forward(*args, **kwargs)
-        finally:
-            function.module_path = outer
+        # The single entry point of every module call; hooks run here when there are any.
+        if self._has_hooks():
+            return self._call_with_hooks(args, kwargs)
+        return self._forward_in_scope(args, kwargs)
 
     # -- registration ----------------------------------------------------------
     def _require_init(self, what: str) -> None:

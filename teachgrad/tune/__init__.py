@@ -1,0 +1,32 @@
+"""``teachgrad.tune``: hyperparameter search by random search, successive halving, Hyperband.
+
+Gradient descent tunes parameters, not hyperparameters: the learning rate or the
+width of a layer are not differentiable knobs of the loss. So we *search*: try
+configurations, train each for some budget, keep the best. ::
+
+    from teachgrad import tune
+
+    def objective(config, budget):          # budget: epochs or steps of training
+        ...train with config["lr"] for `budget` epochs...
+        return validation_loss
+
+    space = {"lr": tune.loguniform(1e-3, 1.0), "width": tune.choice([8, 16, 32])}
+    result = tune.hyperband(objective, space, max_budget=81, eta=3, seed=0)
+    result.best_config, result.best_loss, result.total_budget, result.trials
+
+Trials run on any ``concurrent.futures.Executor`` (``executor=``): by default a
+local process pool; for more than one machine, a Dask cluster's
+``client.get_executor()``.
+"""
+from .cluster import local_dask_client
+from .schedule import Rung, hyperband_schedule, successive_halving_schedule
+from .search import hyperband, random_search, successive_halving
+from .space import Distribution, choice, loguniform, randint, sample, uniform
+from .trials import SearchResult, Trial
+
+__all__ = [
+    "uniform", "loguniform", "randint", "choice", "sample", "Distribution",
+    "random_search", "successive_halving", "hyperband",
+    "hyperband_schedule", "successive_halving_schedule", "Rung",
+    "SearchResult", "Trial", "local_dask_client",
+]
