@@ -48,14 +48,29 @@ class Tensor(InPlaceMethods):
     __array_priority__ = 1000  # numpy defers `ndarray * tensor` to us
     # A fixed set of fields (no per-tensor __dict__): tensors are made by the
     # thousand, and this makes each one smaller and quicker to make and to read.
-    __slots__ = ("_array", "_backend", "device", "dtype", "requires_grad", "grad", "grad_fn",
+    __slots__ = ("_array", "_backend", "device", "dtype", "requires_grad", "_grad", "grad_fn",
                  "_output_nr", "_version_counter", "_accumulate_node", "_retains_grad",
                  "__weakref__")
 
-    def __init__(self, data: Any = (), dtype: Any = None, device: Any = None,
+    def __init__(self, *args: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:
-        made = tensor(data, dtype=dtype if dtype is not None else dtypes.get_default_dtype(),
-                      device=device)
+        """``tg.Tensor(2, 3)`` is a (2, 3) tensor of zeros; ``tg.Tensor([1, 2])`` copies data.
+
+        As in PyTorch, the class constructor makes the default float dtype; use
+        ``tg.tensor(data)`` to keep the data's own dtype (or to make a 0-d tensor).
+        """
+        dtype = dtype if dtype is not None else dtypes.get_default_dtype()
+        sizes = all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args)
+        if args and sizes:
+            data: Any = np.zeros(tuple(int(a) for a in args), dtypes.get_dtype(dtype).numpy)
+        elif len(args) > 1:
+            raise TypeError(f"tg.Tensor() takes sizes (ints) or one sequence of data, not {args!r}")
+        else:
+            data = args[0] if args else ()
+            if isinstance(data, (float, bool, complex)):
+                raise TypeError(f"tg.Tensor(): data must be a sequence (got {type(data).__name__}). "
+                                f"Fix: tg.tensor({data!r}) makes a 0-d tensor")
+        made = tensor(data, dtype=dtype, device=device)
         self._init(made._array, made._backend, made.device)
         if requires_grad:
             self.requires_grad_(True)
@@ -67,7 +82,7 @@ class Tensor(InPlaceMethods):
         self.device = device
         self.dtype = dtypes.from_numpy_dtype(array.dtype)
         self.requires_grad = False
-        self.grad: Tensor | None = None
+        self._grad: Tensor | None = None
         self.grad_fn = None
         self._output_nr = 0
         self._version_counter = [0]  # one list shared by every view of the same storage
@@ -107,6 +122,15 @@ class Tensor(InPlaceMethods):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self._array.shape[0]
+
+    def stride(self, dim: int | None = None) -> Any:
+        """How many elements to step in memory to move one along each dimension."""
+        arr = self._array
+        if isinstance(arr, np.ndarray):
+            strides = tuple(s // arr.itemsize for s in arr.strides)
+        else:
+            strides = tuple(arr.strides)  # the cuda backend's StridedArray counts elements
+        return strides if dim is None else strides[dim]
 
     def is_contiguous(self) -> bool:
         """Whether the elements sit in row-major order in memory (``x.T`` usually does not)."""
@@ -227,6 +251,30 @@ class Tensor(InPlaceMethods):
         return str(self.dtype) if dtype is None else self.to(dtypes.get_dtype(dtype))
 
     # -- autograd ----------------------------------------------------------------
+    @property
+    def grad(self) -> "Tensor | None":
+        """The gradient backward accumulated here (``None`` until then)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        # Checked at assignment, as in PyTorch: an optimizer must never meet a bad .grad.
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}. Fix: assign a tensor like the parameter")
+            if value.shape != self.shape:
+                raise RuntimeError(f"attempting to assign a gradient of size {list(value.shape)} to "
+                                   f"a tensor of size {list(self.shape)}. Please ensure that the "
+                                   "gradient and the tensor are the same size")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"attempting to assign a gradient with dtype {value.dtype} to a "
+                                   f"tensor with dtype {self.dtype}. Fix: convert it, g.to({self.dtype})")
+            if value.device != self.device:
+                raise RuntimeError(f"attempting to assign a gradient on {value.device} to a tensor "
+                                   f"on {self.device}. Fix: move it, g.to('{self.device}')")
+        self._grad = value
+
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Mark a leaf so that backward computes its ``.grad`` (in place)."""
         if not self.is_leaf and not requires_grad:

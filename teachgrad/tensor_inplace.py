@@ -58,6 +58,13 @@ class InPlaceMethods:
         """Copy ``src``'s values into this tensor (broadcasting, converting dtype and device)."""
         from .ops.dispatch import as_tensor_like
         self._check_inplace()
+        if grad_mode._enabled and isinstance(src, function.Tensor) and src.requires_grad:
+            raise RuntimeError(
+                "copy_ from a tensor that requires grad would have to record the copy in the "
+                "graph, which teachgrad does not support (PyTorch records it). Fix: make a new "
+                "tensor instead (t = src.clone(), or src.expand(shape)), or copy the values "
+                "only with t.copy_(src.detach())."
+            )
         src = as_tensor_like(src, self).detach().to(self.device, self.dtype)
         src_shape = tuple(src.shape)
         from .ops.dispatch import broadcast_shapes
@@ -127,10 +134,12 @@ class InPlaceMethods:
         return self._inplace_binary("div", other)
 
     def add_(self, other: Any, alpha: float = 1) -> "Tensor":
-        return self._inplace_binary("add", other * alpha if alpha != 1 else other)
+        from .ops.dispatch import scaled
+        return self._inplace_binary("add", scaled(self, other, alpha))
 
     def sub_(self, other: Any, alpha: float = 1) -> "Tensor":
-        return self._inplace_binary("sub", other * alpha if alpha != 1 else other)
+        from .ops.dispatch import scaled
+        return self._inplace_binary("sub", scaled(self, other, alpha))
 
     def mul_(self, other: Any) -> "Tensor":
         return self._inplace_binary("mul", other)

@@ -359,7 +359,7 @@ def test_matmul_promotes_mixed_dtypes():
 # -- shapes ---------------------------------------------------------------------------------
 
 
-@covers("reshape")
+@covers("reshape", "view")
 def test_reshape_and_view():
     a = rng.standard_normal((2, 3, 4))
     check(tg.reshape(t(a), (4, 6)), a.reshape(4, 6))

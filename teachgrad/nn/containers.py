@@ -55,6 +55,11 @@ class Sequential(Module):
         doomed = names[index] if isinstance(index, slice) else [names[self._index(index)]]
         for name in doomed:
             del self._modules[name]
+        # renumber "0", "1", ... as PyTorch does, so a later append gets a fresh name
+        kept = list(self._modules.values())
+        self._modules.clear()
+        for i, module in enumerate(kept):
+            self._modules[str(i)] = module
 
     def __len__(self) -> int:
         return len(self._modules)

@@ -27,6 +27,24 @@ def as_tensor_like(x: Any, like: Tensor) -> Tensor:
     return tensor(x, device=like.device)
 
 
+def scaled(a: Any, b: Any, alpha: Any) -> Any:
+    """``alpha * b`` for ``add(a, b, alpha=)``/``sub``: lists become tensors first
+    (``[1.0] * 3`` would repeat the list)."""
+    if alpha == 1:
+        return b
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise TypeError(f"alpha must be a number, not {type(alpha).__name__}")
+    like = a if isinstance(a, Tensor) else b
+    if not isinstance(b, (Tensor, int, float)):
+        b = as_tensor_like(b, like)
+    kinds = [x.dtype for x in (a, b) if isinstance(x, Tensor)]
+    if isinstance(alpha, float) and not any(d.is_floating_point for d in kinds) \
+            and not isinstance(a, float) and not isinstance(b, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number. Fix: convert the tensor with .float() first")
+    return b * alpha
+
+
 def broadcast_shapes(a: tuple, b: tuple, op: str) -> tuple:
     """The shape of ``a op b`` under broadcasting, or a PyTorch-style error naming both."""
     if a == b:
@@ -57,8 +75,10 @@ def prepare_binary(a: Any, b: Any, op: str, *, float_result: bool = False) -> tu
     if ta and tb:
         if a.dtype is b.dtype:
             dt = a.dtype
-        else:
+        elif (a.ndim == 0) == (b.ndim == 0):
             dt = dtypes.promote_types(a.dtype, b.dtype)
+        else:  # a 0-d tensor does not widen a dimensioned one of the same kind
+            dt = dtypes.result_type(a, b)
         if a._array.shape != b._array.shape:
             broadcast_shapes(tuple(a._array.shape), tuple(b._array.shape), op)
     else:

@@ -11,20 +11,23 @@ from typing import Any, Sequence
 
 from .. import dtypes
 from ..device import common_device
-from ..tensor import Tensor
+from ..backends.view_strides import view_strides
+from ..tensor import Size, Tensor
 from . import activation, elementwise as ew, indexing, linalg, reduce as red, shape as sh
-from .dispatch import broadcast_shapes, normalize_dim, normalize_dims, prepare_binary, require_float
+from .dispatch import (
+    broadcast_shapes, normalize_dim, normalize_dims, prepare_binary, require_float, scaled,
+)
 
 # -- arithmetic ------------------------------------------------------------------
 
 
 def add(a: Any, b: Any, alpha: float = 1) -> Tensor:
-    a, b = prepare_binary(a, b if alpha == 1 else b * alpha, "add")
+    a, b = prepare_binary(a, scaled(a, b, alpha), "add")
     return ew.Add.apply(a, b)
 
 
 def sub(a: Any, b: Any, alpha: float = 1) -> Tensor:
-    a, b = prepare_binary(a, b if alpha == 1 else b * alpha, "sub")
+    a, b = prepare_binary(a, scaled(a, b, alpha), "sub")
     return ew.Sub.apply(a, b)
 
 
@@ -92,10 +95,35 @@ def minimum(a: Tensor, b: Any) -> Tensor:
     return ew.Minimum.apply(*prepare_binary(a, b, "minimum"))
 
 
-def clamp(a: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
+def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """Limit ``a`` to ``[min, max]``; the bounds may be numbers or tensors (broadcasting).
+
+    As in PyTorch, a float bound lifts an integer tensor to float
+    (``tensor([1, 2]).clamp(min=1.5)`` is ``[1.5, 2.]``), and where ``min > max``
+    every element becomes ``max``.
+    """
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
-    return ew.Clamp.apply(a, min, max)
+    bounds = [b for b in (min, max) if b is not None]
+    for b in bounds:
+        if not isinstance(b, (Tensor, int, float)):
+            raise TypeError(f"clamp: min and max must be numbers or tensors, not "
+                            f"{type(b).__name__} {b!r}. Fix: e.g. x.clamp(min=0.0)")
+    tensors = [a] + [b for b in bounds if isinstance(b, Tensor)]
+    common_device(tensors, "clamp")
+    dt = dtypes.result_type(a, *bounds)
+    if dt is dtypes.bool_:
+        raise RuntimeError("clamp is not supported for bool tensors. Fix: convert with .long()")
+
+    def cast(b: Any) -> Any:
+        if isinstance(b, Tensor):
+            return b if b.dtype is dt else b.to(dt)
+        return b if b is None else (float(b) if dt.is_floating_point else int(b))
+
+    for b in bounds:
+        if isinstance(b, Tensor):
+            broadcast_shapes(tuple(a.shape), tuple(b.shape), "clamp")
+    return ew.Clamp.apply(cast(a), cast(min), cast(max))
 
 
 clip = clamp
@@ -250,14 +278,38 @@ def log_softmax(a: Tensor, dim: int) -> Tensor:
 
 
 def _shape_arg(shape: tuple) -> tuple:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+    """Sizes given as ``f(2, 3)`` or ``f((2, 3))``, checked to be ints (``2.5`` is refused)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    for s in shape:
+        if isinstance(s, bool) or not hasattr(s, "__index__"):
+            raise TypeError(f"sizes must be ints, got {s!r} ({type(s).__name__}) in {list(shape)}. "
+                            "Fix: pass whole numbers, e.g. reshape(2, 3)")
+    return tuple(s.__index__() for s in shape)
 
 
-def reshape(a: Tensor, *shape: Any) -> Tensor:
-    shape = _shape_arg(shape)
+def view(a: Tensor, *shape: Any) -> Tensor:
+    """The same storage read in a new shape; refuses when that needs a copy (use reshape)."""
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)) and \
+            not hasattr(shape[0], "__index__"):
+        raise TypeError(f"view() takes a shape, not {shape[0]!r}: teachgrad does not support "
+                        "view(dtype). Fix: use .to(dtype) for a converted copy")
+    shape = _resolve_shape(a, _shape_arg(shape))
+    if view_strides(tuple(a.shape), a.stride(), shape) is None:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        )
+    return reshape(a, shape)
+
+
+def _resolve_shape(a: Tensor, shape: tuple) -> tuple:
+    """``shape`` with its one ``-1`` worked out, checked against ``a``'s element count."""
     n = a.numel()
+    if builtins.any(s < -1 for s in shape):
+        bad = next(i for i, s in enumerate(shape) if s < -1)
+        raise RuntimeError(f"invalid shape dimension {shape[bad]} at index {bad} of shape "
+                           f"{list(shape)}: sizes must be >= 0, or -1 for one inferred size")
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred (-1)")
     known = 1
@@ -267,12 +319,17 @@ def reshape(a: Tensor, *shape: Any) -> Tensor:
     if -1 in shape:
         if known == 0 or n % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
-        shape = tuple(n // known if s == -1 else s for s in shape)
-    elif known != n:
+        return tuple(n // known if s == -1 else s for s in shape)
+    if known != n:
         raise RuntimeError(
             f"shape '{list(shape)}' is invalid for input of size {n}: the new shape must "
             f"hold exactly {n} elements (current shape {list(a.shape)})"
         )
+    return shape
+
+
+def reshape(a: Tensor, *shape: Any) -> Tensor:
+    shape = _resolve_shape(a, _shape_arg(shape))
     if shape == tuple(a.shape):
         return sh.Reshape.apply(a, shape) if a.requires_grad else a.detach()
     return sh.Reshape.apply(a, shape)
