@@ -13,12 +13,18 @@ from .tensor import Tensor, tensor
 
 
 def _shape(size: tuple) -> tuple[int, ...]:
+    """Sizes as ``f(2, 3)`` or ``f((2, 3))``; ints or anything int-like (a 0-d int tensor)."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     for s in size:
-        if not isinstance(s, (int, np.integer)) or s < 0:
-            raise RuntimeError(f"sizes must be non-negative integers, got {list(size)}")
-    return tuple(int(s) for s in size)
+        if isinstance(s, (bool, float)) or not hasattr(s, "__index__"):
+            raise TypeError(f"sizes must be integers, got {s!r} ({type(s).__name__}) in "
+                            f"{list(size)}. Fix: pass whole numbers, e.g. tg.zeros(2, 3)")
+    shape = tuple(s.__index__() for s in size)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}. "
+                           "Fix: sizes must be >= 0")
+    return shape
 
 
 def _finish(array: Any, device: Any, requires_grad: bool, on_host: bool = True) -> Tensor:

@@ -48,6 +48,18 @@ for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 
 
+def _eq(self: Tensor, other: Any) -> Any:
+    return False if other is None else F.eq(self, other)  # `t == None` is False, as in PyTorch
+
+
+def _ne(self: Tensor, other: Any) -> Any:
+    return True if other is None else F.ne(self, other)
+
+
+Tensor.__eq__ = _eq
+Tensor.__ne__ = _ne
+
+
 def _expand_as(self: Tensor, other: Tensor) -> Tensor:
     return F.expand(self, tuple(other.shape))
 

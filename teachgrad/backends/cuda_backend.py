@@ -114,7 +114,7 @@ class CudaBackend(Backend):
         return StridedArray(result, out_shape, contiguous_strides(out_shape), 0)
 
     def arg_reduce(self, op: str, x: StridedArray, axis, keepdims: bool) -> StridedArray:
-        if x.size == 0:
+        if x.size == 0 and (axis is None or x.shape[axis] == 0):
             raise ValueError(f"attempt to get {op} of an empty sequence (shape {x.shape})")
         if axis is None:
             out_shape = (1,) * x.ndim if keepdims else ()

@@ -106,6 +106,8 @@ def _check_power_of_two(threads: int) -> None:
 def _grid(rows: int, n: int, threads: int) -> tuple[int, int]:
     cap = MAX_BLOCKS_PER_ROW or 4 * device_limits().multiprocessors
     blocks_per_row = max(1, min(cap, (n + threads - 1) // threads))
+    # each pass must leave fewer values per row than it found, or it would never end
+    blocks_per_row = min(blocks_per_row, max(1, n // 2))
     return blocks_per_row, min(rows, MAX_ROW_BLOCKS or device_limits().max_grid_dims[1])
 
 

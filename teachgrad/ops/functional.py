@@ -196,12 +196,28 @@ def mean(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return red.Mean.apply(a, normalize_dims(dim, a.ndim), keepdim)
 
 
+def _check_not_empty(name: str, a: Tensor, axes: tuple | None) -> None:
+    """max/min/argmax have no value over nothing: PyTorch's errors, before any work."""
+    if axes is None:
+        if a.numel() == 0:
+            kind = IndexError if name.startswith("arg") else RuntimeError
+            raise kind(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                       "Specify the reduction dim with the 'dim' argument.")
+        return
+    for axis in axes:
+        if a.shape[axis] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size "
+                             f"(the tensor has shape {list(a.shape)}). Fix: reduce over a "
+                             "dimension with elements, or check for empty input first")
+
+
 def _extreme(op: str, a: Tensor, dim: Any, keepdim: bool) -> Any:
-    if a.numel() == 0:
-        raise RuntimeError(f"{op}(): cannot reduce an empty tensor (it has no {op}imum)")
     if dim is None:
+        _check_not_empty(op, a, None)
         return red.Amax.apply(a, None, False, op)
-    values, indices = red.MaxDim.apply(a, normalize_dim(dim, a.ndim), keepdim, op)
+    d = normalize_dim(dim, a.ndim)
+    _check_not_empty(op, a, (d,) if a.ndim else None)
+    values, indices = red.MaxDim.apply(a, d, keepdim, op)
     return _ReturnTypes[op](values, indices)
 
 
@@ -219,15 +235,22 @@ def min(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
 
 
 def amax(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    return red.Amax.apply(a, normalize_dims(dim, a.ndim), keepdim, "max")
+    axes = normalize_dims(dim, a.ndim)
+    _check_not_empty("amax", a, axes if axes else None)
+    return red.Amax.apply(a, axes, keepdim, "max")
 
 
 def amin(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    return red.Amax.apply(a, normalize_dims(dim, a.ndim), keepdim, "min")
+    axes = normalize_dims(dim, a.ndim)
+    _check_not_empty("amin", a, axes if axes else None)
+    return red.Amax.apply(a, axes, keepdim, "min")
 
 
 def _arg(op: str, a: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     axis = None if dim is None else normalize_dim(dim, a.ndim)
+    _check_not_empty(op, a, None if axis is None or a.ndim == 0 else (axis,))
+    if a.dtype is dtypes.bool_:
+        a = a.long()  # (kernels compare numbers)
     out = a._backend.arg_reduce(op, a._array, axis, keepdim)
     return Tensor._make(out, a._backend, a.device)
 
