@@ -9,7 +9,7 @@ from . import dtypes
 from . import random as _random
 from .backends import get_backend
 from .device import as_device
-from .tensor import Tensor, tensor
+from .tensor import Tensor, _check_flag, tensor
 
 
 def _shape(size: tuple) -> tuple[int, ...]:
@@ -28,6 +28,7 @@ def _shape(size: tuple) -> tuple[int, ...]:
 
 
 def _finish(array: Any, device: Any, requires_grad: bool, on_host: bool = True) -> Tensor:
+    _check_flag("requires_grad", requires_grad)
     dev = as_device(device)
     backend = get_backend(dev.type)
     if on_host:
@@ -83,8 +84,14 @@ def arange(start: float, end: float | None = None, step: float = 1, *, dtype: An
            device: Any = None, requires_grad: bool = False) -> Tensor:
     if end is None:
         start, end = 0, start
+    for v in (start, end, step):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"arange: start, end and step must be numbers, got {v!r}")
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step}). Fix: e.g. arange(5, 0, -1)")
     if dtype is None:
         is_int = all(isinstance(v, int) for v in (start, end, step))
         dtype = dtypes.int64 if is_int else dtypes.get_default_dtype()
@@ -103,18 +110,30 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
     return _finish(np.eye(n, m, dtype=_float(dtype).numpy), device, requires_grad)
 
 
-def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def no_generator(name: str, generator: Any) -> None:
+    """teachgrad has one random stream (``tg.manual_seed``); a separate Generator is refused."""
+    if generator is not None:
+        raise TypeError(f"teachgrad does not support {name}(generator=...): it has one global "
+                        "random stream. Fix: leave out generator= and seed with tg.manual_seed(n)")
+
+
+def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         generator: Any = None) -> Tensor:
+    no_generator("rand", generator)
     array = _random.uniform_array(_shape(size), 0.0, 1.0, _float(dtype))
     return _finish(array, device, requires_grad)
 
 
-def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          generator: Any = None) -> Tensor:
+    no_generator("randn", generator)
     array = _random.normal_array(_shape(size), 0.0, 1.0, _float(dtype))
     return _finish(array, device, requires_grad)
 
 
 def randint(low: int, high: int | None = None, size: tuple = (), *, dtype: Any = None,
-            device: Any = None) -> Tensor:
+            device: Any = None, generator: Any = None) -> Tensor:
+    no_generator("randint", generator)
     if high is None:  # randint(high), as in PyTorch
         low, high = 0, low
     elif isinstance(high, (tuple, list)):  # randint(high, size)
@@ -127,7 +146,8 @@ def randint(low: int, high: int | None = None, size: tuple = (), *, dtype: Any =
     return _finish(array, device, False)
 
 
-def randperm(n: int, *, device: Any = None) -> Tensor:
+def randperm(n: int, *, device: Any = None, generator: Any = None) -> Tensor:
+    no_generator("randperm", generator)
     return _finish(_random.permutation(n).astype(np.int64), device, False)
 
 

@@ -277,6 +277,7 @@ class Tensor(InPlaceMethods):
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Mark a leaf so that backward computes its ``.grad`` (in place)."""
+        _check_flag("requires_grad", requires_grad)
         if not self.is_leaf and not requires_grad:
             raise RuntimeError(
                 "you can only change requires_grad of leaf tensors; this one was made by "
@@ -339,6 +340,9 @@ class Tensor(InPlaceMethods):
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` on this non-leaf tensor after backward (leaves always keep it)."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False: it gets "
+                               "no gradient. Fix: make it from inputs that require grad")
         if self.is_leaf or self._retains_grad:
             return
         import weakref
@@ -380,11 +384,18 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     else:
         ragged = (f"can't make a tensor from {type(data).__name__}: the nesting is ragged or "
                   "the items are not numbers")
+        if isinstance(data, (str, bytes)):
+            raise TypeError(f"can't make a tensor from a string ({data!r}): tensors hold numbers. "
+                            "Fix: convert first, e.g. tg.tensor(float(text))")
         try:
             arr = np.array(data)
-        except ValueError:  # numpy refuses ragged nested lists
+        except (ValueError, OverflowError):  # numpy refuses ragged nested lists
             raise TypeError(ragged) from None
-        if arr.dtype == object:
+        if arr.dtype == object and _has_huge_int(data):
+            raise OverflowError("an integer in the data does not fit in int64 (the range is "
+                                "-2**63 to 2**63 - 1). Fix: use floats, e.g. tg.tensor(data, "
+                                "dtype=tg.float64)")
+        if arr.dtype == object or arr.dtype.kind not in "biuf":
             raise TypeError(ragged)
     if dtype is not None:
         want = dtypes.get_dtype(dtype)
@@ -394,12 +405,25 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         want = dtypes.get_default_dtype()  # tg.tensor([]) is float, like PyTorch
     else:
         want = dtypes.from_numpy_dtype(arr.dtype)
+    _check_flag("requires_grad", requires_grad)
     arr = np.asarray(arr, dtype=want.numpy, order="C")
     backend = get_backend(device.type)
     t = Tensor._make(backend.from_numpy(arr), backend, device)
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _has_huge_int(data: Any) -> bool:
+    """Whether nested ``data`` holds a Python int outside int64 (numpy makes it an object)."""
+    if isinstance(data, (list, tuple)):
+        return any(_has_huge_int(x) for x in data)
+    return isinstance(data, int) and not -2**63 <= data < 2**63
+
+
+def _check_flag(name: str, value: Any) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, not {type(value).__name__} {value!r}")
 
 
 from . import tensor_methods  # noqa: E402,F401  (attaches the math methods to Tensor)

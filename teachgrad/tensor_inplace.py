@@ -27,6 +27,12 @@ class InPlaceMethods:
     __slots__ = ()
 
     def _check_inplace(self) -> None:
+        if any(stride == 0 and size > 1 for size, stride in zip(self.shape, self.stride())):
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location (it is an expand()ed view). Fix: clone() the "
+                "tensor before performing the operation."
+            )
         if grad_mode._enabled and self.requires_grad and self.is_leaf:
             raise RuntimeError(
                 "a leaf Variable that requires grad is being used in an in-place operation. "
@@ -150,13 +156,17 @@ class InPlaceMethods:
     def clamp_(self, min: Any = None, max: Any = None) -> "Tensor":
         return self._inplace(self.clamp(min, max))
 
-    def uniform_(self, a: float = 0.0, b: float = 1.0) -> "Tensor":
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> "Tensor":
+        from .creation import no_generator
         from .random import uniform_array
+        no_generator("uniform_", generator)
         self._check_inplace()
         return self._fill_from_host(uniform_array(tuple(self.shape), a, b, self.dtype))
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0) -> "Tensor":
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> "Tensor":
+        from .creation import no_generator
         from .random import normal_array
+        no_generator("normal_", generator)
         self._check_inplace()
         return self._fill_from_host(normal_array(tuple(self.shape), mean, std, self.dtype))
 

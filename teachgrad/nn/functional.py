@@ -60,6 +60,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"features in its last dimension, but the weight of shape {tuple(weight.shape)} expects "
             f"{in_features}. Fix: make the layer's in_features match the input's last dimension."
         )
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(
+            f"mat1 and mat2 must have the same dtype, but got {input.dtype} and {weight.dtype}: "
+            f"the input is {input.dtype}, the layer's weight {weight.dtype}. Fix: convert one, "
+            f"e.g. input.to({weight.dtype}) or model.to({input.dtype})"
+        )
     if input.dtype == weight.dtype and (bias is None or (
             bias.dtype == weight.dtype and tuple(bias.shape) == (weight.shape[0],))):
         return LinearFunction.apply(input, weight, bias)

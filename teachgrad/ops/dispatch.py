@@ -105,7 +105,7 @@ def normalize_dim(dim: int, ndim: int) -> int:
     """A dimension index in ``[0, ndim)``; negative counts from the end."""
     lo, hi = -max(ndim, 1), max(ndim, 1) - 1
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-        raise TypeError(f"dim must be an int, not {type(dim).__name__}")
+        raise TypeError(f"dim must be an int, not {type(dim).__name__} {dim!r}. Fix: e.g. dim=1")
     if not lo <= dim <= hi:
         raise IndexError(
             f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})"
@@ -120,7 +120,13 @@ def normalize_dims(dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...
     """
     if dim is None:
         return None
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if isinstance(dim, (int, np.integer)):
+        dims = (dim,)
+    elif isinstance(dim, (tuple, list)):
+        dims = tuple(dim)
+    else:
+        raise TypeError(f"dim must be an int or a tuple of ints, not {type(dim).__name__} {dim!r}. "
+                        "Fix: e.g. sum(dim=1) or sum(dim=(0, 1))")
     if not dims:
         return None
     axes = tuple(sorted(normalize_dim(d, ndim) for d in dims))

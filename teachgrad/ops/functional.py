@@ -438,10 +438,26 @@ def clone(a: Tensor) -> Tensor:
     return sh.Clone.apply(a)
 
 
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    tensors = list(tensors)
+def _tensor_list(name: str, tensors: Any) -> list[Tensor]:
+    """The tensors of ``cat``/``stack``: a list or tuple of tensors, never one tensor's rows."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}(): argument 'tensors' must be a list or tuple of Tensors, not "
+                        f"{type(tensors).__name__}. Fix: {name}([a, b])")
+    for i, x in enumerate(tensors):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name}(): expected Tensor as element {i} in argument 'tensors', but "
+                            f"got {type(x).__name__}. Fix: make it a tensor with tg.tensor(...)")
     if not tensors:
-        raise RuntimeError("cat(): expected a non-empty list of tensors")
+        raise RuntimeError(f"{name}(): expected a non-empty list of tensors")
+    return list(tensors)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = _tensor_list("cat", tensors)
+    for i, x in enumerate(tensors):
+        if x.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated. "
+                               "Fix: use tg.stack to join 0-d tensors, or unsqueeze them first")
     common_device(tensors, "cat")
     first = tensors[0]
     d = normalize_dim(dim, first.ndim)
@@ -461,9 +477,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError("stack(): expected a non-empty list of tensors")
+    tensors = _tensor_list("stack", tensors)
     for i, x in enumerate(tensors):
         if x.shape != tensors[0].shape:
             raise RuntimeError(

@@ -146,9 +146,9 @@ def getitem(t: Tensor, index: Any) -> Tensor:
 def setitem(t: Tensor, index: Any, value: Any) -> None:
     """``t[index] = value`` in place; allowed where PyTorch's leaf rules allow it."""
     value_needs_grad = isinstance(value, Tensor) and value.requires_grad
+    if not (grad_mode.is_grad_enabled() and t.requires_grad and not t.is_leaf):
+        t._check_inplace()  # (a non-leaf gets the message below)
     if grad_mode.is_grad_enabled() and (t.requires_grad or value_needs_grad):
-        if t.requires_grad and t.is_leaf:
-            t._check_inplace()
         raise RuntimeError(
             "assigning into a tensor that is part of the graph is not supported by teachgrad. "
             "Fix: build the result out of place (tg.where, tg.cat), or do it under tg.no_grad()."
