@@ -390,11 +390,13 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         try:
             arr = np.array(data)
         except (ValueError, OverflowError):  # numpy refuses ragged nested lists
-            raise TypeError(ragged) from None
+            raise ValueError(ragged) from None
         if arr.dtype == object and _has_huge_int(data):
             raise OverflowError("an integer in the data does not fit in int64 (the range is "
                                 "-2**63 to 2**63 - 1). Fix: use floats, e.g. tg.tensor(data, "
                                 "dtype=tg.float64)")
+        if arr.dtype == object and _is_ragged(data):
+            raise ValueError(ragged)
         if arr.dtype == object or arr.dtype.kind not in "biuf":
             raise TypeError(ragged)
     if dtype is not None:
@@ -412,6 +414,14 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _is_ragged(data: Any) -> bool:
+    """Whether nested lists have rows of different lengths (PyTorch: ValueError)."""
+    if not isinstance(data, (list, tuple)):
+        return False
+    lengths = {len(x) if isinstance(x, (list, tuple)) else -1 for x in data}
+    return len(lengths) > 1 or any(_is_ragged(x) for x in data)
 
 
 def _has_huge_int(data: Any) -> bool:

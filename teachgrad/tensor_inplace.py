@@ -26,13 +26,17 @@ class InPlaceMethods:
 
     __slots__ = ()
 
-    def _check_inplace(self) -> None:
+    def _check_writable(self) -> None:
+        """An expand()ed view repeats one element: writing through it is ambiguous."""
         if any(stride == 0 and size > 1 for size, stride in zip(self.shape, self.stride())):
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor refers "
                 "to a single memory location (it is an expand()ed view). Fix: clone() the "
                 "tensor before performing the operation."
             )
+
+    def _check_inplace(self) -> None:
+        self._check_writable()
         if grad_mode._enabled and self.requires_grad and self.is_leaf:
             raise RuntimeError(
                 "a leaf Variable that requires grad is being used in an in-place operation. "

@@ -74,7 +74,7 @@ def test_tensor_data_must_be_numbers():
         tg.tensor("abc")
     with raises(OverflowError, "does not fit in int64"):
         tg.tensor([1, 2**70])
-    with raises(TypeError, "the nesting is ragged"):
+    with raises(ValueError, "the nesting is ragged"):
         tg.tensor([[1, 2], [3]])
     with raises(TypeError, "requires_grad must be True or False, not str 'yes'"):
         tg.tensor([1.0], requires_grad="yes")
@@ -138,7 +138,7 @@ def test_loss_options():
     logits, target = tg.randn(3, 4), tg.tensor([0, 1, 2])
     with raises(TypeError, "teachgrad does not support cross_entropy(size_average=...)"):
         F.cross_entropy(logits, target, size_average=True)
-    with raises(ValueError, "weight must be a teachgrad.float32 tensor of shape (4,)"):
+    with raises(RuntimeError, "weight must be a teachgrad.float32 tensor of shape (4,)"):
         F.cross_entropy(logits, target, weight=tg.ones(3))
     with raises(ValueError, "label_smoothing must be a number in [0, 1], got 1.5"):
         F.cross_entropy(logits, target, label_smoothing=1.5)

@@ -351,9 +351,10 @@ def test_mm_and_bmm():
         tg.bmm(t(a), t(d))
 
 
-def test_matmul_promotes_mixed_dtypes():
-    out = tg.arange(3) @ tg.ones(3, 2)
-    check(out, np.full(2, 3.0), tg.float32)
+def test_matmul_refuses_mixed_dtypes_like_pytorch():
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype"):
+        tg.arange(3) @ tg.ones(3, 2)
+    check(tg.arange(3).float() @ tg.ones(3, 2), np.full(2, 3.0), tg.float32)
 
 
 # -- shapes ---------------------------------------------------------------------------------

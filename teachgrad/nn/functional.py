@@ -239,9 +239,11 @@ def _weighted_nll(rows: Tensor, target: Tensor, weight: Tensor | None, ignore_in
         per_class = rows if weight is None else rows * weight
         smooth = -per_class.sum(1) * counts
         losses = (1 - label_smoothing) * losses + (label_smoothing / rows.shape[1]) * smooth
-    if reduction == "none":
-        return losses
-    return losses.sum() / total if reduction == "mean" else losses.sum()
+    if reduction != "mean":
+        return losses if reduction == "none" else losses.sum()
+    # every target ignored: the mean is 0/0 = nan, as in PyTorch, but its gradient is 0
+    empty = total == 0
+    return losses.sum() / tg.where(empty, 1.0, total) + tg.where(empty, float("nan"), 0.0)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -305,7 +307,7 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor,
         )
     if weight is not None and (not isinstance(weight, Tensor) or tuple(weight.shape) != (num_classes,)
                                or weight.dtype is not input.dtype or weight.device != input.device):
-        raise ValueError(
+        raise RuntimeError(
             f"{name}: weight must be a {input.dtype} tensor of shape ({num_classes},) on "
             f"{input.device}, one weight per class; got {_describe(weight)}"
         )

@@ -40,7 +40,13 @@ def div(a: Any, b: Any) -> Tensor:
 
 
 def pow(a: Any, b: Any) -> Tensor:  # noqa: A001 (PyTorch's name)
-    return ew.Pow.apply(*prepare_binary(a, b, "pow"))
+    a, b = prepare_binary(a, b, "pow")
+    if not (a.dtype if isinstance(a, Tensor) else b.dtype).is_floating_point:
+        negative = b < 0 if not isinstance(b, Tensor) else bool((b < 0).any())
+        if negative:
+            raise RuntimeError("Integers to negative integer powers are not allowed. "
+                               "Fix: make the base float, e.g. x.float() ** -1")
+    return ew.Pow.apply(a, b)
 
 
 def neg(a: Tensor) -> Tensor:
@@ -133,7 +139,10 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     """``a`` where ``cond`` is true, else ``b`` (broadcasting all three)."""
     if not isinstance(cond, Tensor) or cond.dtype is not dtypes.bool_:
         raise TypeError("where: the condition must be a bool tensor, e.g. x > 0")
-    a, b = prepare_binary(a, b, "where") if isinstance(a, Tensor) or isinstance(b, Tensor) else (a, b)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # two numbers: PyTorch's dtype
+        from ..tensor import tensor
+        a = tensor(a, dtype=dtypes.result_type(a, b), device=cond.device)
+    a, b = prepare_binary(a, b, "where")
     shapes = [tuple(t.shape) for t in (a, b) if isinstance(t, Tensor)]
     for s in shapes:
         broadcast_shapes(tuple(cond.shape), s, "where")
@@ -217,6 +226,9 @@ def _extreme(op: str, a: Tensor, dim: Any, keepdim: bool) -> Any:
         return red.Amax.apply(a, None, False, op)
     d = normalize_dim(dim, a.ndim)
     _check_not_empty(op, a, (d,) if a.ndim else None)
+    if a.ndim == 0:  # a 0-d tensor is its own max along "dim 0"; its index is 0
+        values, indices = red.MaxDim.apply(reshape(a, 1), 0, False, op)
+        return _ReturnTypes[op](values, indices)
     values, indices = red.MaxDim.apply(a, d, keepdim, op)
     return _ReturnTypes[op](values, indices)
 
@@ -269,9 +281,11 @@ def argmin(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("matmul needs two tensors")
-    if a.dtype is not b.dtype:  # promote (prepare_binary would check elementwise broadcasting)
-        dt = dtypes.promote_types(a.dtype, b.dtype)
-        a, b = a.to(dt), b.to(dt)
+    if a.dtype is not b.dtype:  # PyTorch refuses too: no silent conversion of a whole matrix
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}. "
+            f"Fix: convert one, e.g. b.to({a.dtype})"
+        )
     common_device([a, b], "matmul")
     linalg.check_matmul_shapes(a, b)
     return linalg.MatMul.apply(a, b)
@@ -290,11 +304,17 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
 
 
 def softmax(a: Tensor, dim: int) -> Tensor:
-    return activation.Softmax.apply(require_float(a), normalize_dim(dim, a.ndim))
+    d = normalize_dim(dim, a.ndim)
+    if a.ndim == 0:  # one element: a distribution over one outcome
+        return reshape(activation.Softmax.apply(require_float(reshape(a, 1)), 0), ())
+    return activation.Softmax.apply(require_float(a), d)
 
 
 def log_softmax(a: Tensor, dim: int) -> Tensor:
-    return activation.LogSoftmax.apply(require_float(a), normalize_dim(dim, a.ndim))
+    d = normalize_dim(dim, a.ndim)
+    if a.ndim == 0:
+        return reshape(activation.LogSoftmax.apply(require_float(reshape(a, 1)), 0), ())
+    return activation.LogSoftmax.apply(require_float(a), d)
 
 
 # -- shapes ---------------------------------------------------------------------------
@@ -448,7 +468,8 @@ def _tensor_list(name: str, tensors: Any) -> list[Tensor]:
             raise TypeError(f"{name}(): expected Tensor as element {i} in argument 'tensors', but "
                             f"got {type(x).__name__}. Fix: make it a tensor with tg.tensor(...)")
     if not tensors:
-        raise RuntimeError(f"{name}(): expected a non-empty list of tensors")
+        kind = ValueError if name == "cat" else RuntimeError  # (PyTorch's classes)
+        raise kind(f"{name}(): expected a non-empty list of tensors")
     return list(tensors)
 
 

@@ -143,15 +143,40 @@ def getitem(t: Tensor, index: Any) -> Tensor:
     return Index.apply(t, normalize_index(t, index))
 
 
+class IndexPut(Function):
+    rule = ("∂(a[i] = v)/∂a: the gradient, with zeros where a was overwritten;  "
+            "∂/∂v: the gradient read at i (summed where v was broadcast)")
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, value: Any, index: tuple):
+        ctx.index, ctx.dtype = index, a.dtype.numpy
+        ctx.backend.setitem(a._array, index, value._array if isinstance(value, Tensor) else value)
+        return a._array  # written in place: the result is a's own storage
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        backend, da, dv = ctx.backend, None, None
+        if ctx.needs_input_grad[0]:
+            kept = backend.astype(grad._array, ctx.dtype)  # a copy, then zero what was replaced
+            backend.setitem(kept, ctx.index, 0)
+            da = Tensor._make(kept, backend, grad.device)
+        if ctx.needs_input_grad[1]:
+            dv = Tensor._make(backend.getitem(grad._array, ctx.index), backend, grad.device)
+        return da, dv, None
+
+
 def setitem(t: Tensor, index: Any, value: Any) -> None:
-    """``t[index] = value`` in place; allowed where PyTorch's leaf rules allow it."""
+    """``t[index] = value`` in place; recorded for autograd where PyTorch's leaf rules allow it."""
+    t._check_writable()
     value_needs_grad = isinstance(value, Tensor) and value.requires_grad
-    if not (grad_mode.is_grad_enabled() and t.requires_grad and not t.is_leaf):
-        t._check_inplace()  # (a non-leaf gets the message below)
-    if grad_mode.is_grad_enabled() and (t.requires_grad or value_needs_grad):
+    record = grad_mode.is_grad_enabled() and (t.requires_grad or value_needs_grad)
+    if record and t.requires_grad and t.is_leaf:
+        t._check_inplace()  # the leaf rule's error
+    if record and t.grad_fn is not None and t.grad_fn.function.is_view:
         raise RuntimeError(
-            "assigning into a tensor that is part of the graph is not supported by teachgrad. "
-            "Fix: build the result out of place (tg.where, tg.cat), or do it under tg.no_grad()."
+            f"assigning into a view (made by {t.grad_fn.name()}) while autograd records is not "
+            "supported by teachgrad: the tensor it views would not see the change in its "
+            "gradient. Fix: assign into the original tensor, or .clone() the view first."
         )
     idx = normalize_index(t, index)
     if isinstance(value, Tensor):
@@ -160,13 +185,17 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
                 f"Expected all tensors to be on the same device, but found at least two devices, "
                 f"{t.device} and {value.device} (in setitem). Fix: move the value with .to('{t.device}')"
             )
-        value = value.detach().to(t.dtype)._array
+        value = value.to(t.dtype) if record else value.detach().to(t.dtype)
     elif not isinstance(value, (int, float, bool)):
         from ..tensor import tensor
-        value = tensor(value, dtype=t.dtype, device=t.device)._array
-    if not isinstance(value, (int, float, bool)):
-        _check_value_fits(t, idx, value)
-    t._backend.setitem(t._array, idx, value)
+        value = tensor(value, dtype=t.dtype, device=t.device)
+    if isinstance(value, Tensor):
+        _check_value_fits(t, idx, value._array)
+    if record:
+        out = IndexPut.apply(t, value, idx)
+        t.grad_fn, t._output_nr, t.requires_grad = out.grad_fn, out._output_nr, True
+    else:
+        t._backend.setitem(t._array, idx, value._array if isinstance(value, Tensor) else value)
     t._bump_version()
 
 
