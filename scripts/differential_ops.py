@@ -248,7 +248,7 @@ CASES.table("inplace_view", {
 def _saved_then_modified(C, x):
     y = x * 1.0
     z = y.exp()
-    y.add_(1.0) if C.T.__name__ == "torch" else y.detach().add_(1.0)
+    y.add_(1.0)
     return z * y
 
 
@@ -356,3 +356,32 @@ def _into_plain(C, x, v):
     z = C.T.zeros(3, 4, device=C.dev)
     z[0] = v * 2
     return z * z + x
+
+
+def _in_graph(steps):
+    """In-place changes of a tensor autograd records (PyTorch rebases it in the graph)."""
+    def run(C, x, v):
+        y = x * 2
+        steps(C, y, v)
+        return y * y
+    return run
+
+
+CASES.table("inplace_graph", {
+    "add_tensor": _in_graph(lambda C, y, v: y.add_(v)),
+    "mul_then_div": _in_graph(lambda C, y, v: y.mul_(v).div_(3.0)),
+    "sub_alpha": _in_graph(lambda C, y, v: y.sub_(v, alpha=2)),
+    "iadd_scalar": _in_graph(lambda C, y, v: y.__iadd__(1.5)),
+    "clamp_": _in_graph(lambda C, y, v: y.clamp_(-2.0, 3.0)),
+    "copy_from_value": _in_graph(lambda C, y, v: y.copy_(v * 4)),
+    "fill_": _in_graph(lambda C, y, v: y.fill_(0.25)),
+    "zero_then_add": _in_graph(lambda C, y, v: y.zero_().add_(v)),
+}, (M, np.array([1., 2., 3., 4.], f32)), grad=(0, 1))
+
+
+@CASES.case("inplace_graph/plain_joins_graph", (M, np.array([1., 2., 3., 4.], f32)), grad=(1,))
+def _plain_joins(C, x, v):
+    t = C.T.zeros(3, 4, device=C.dev)
+    t += v
+    t.mul_(v)
+    return t.sum(0)

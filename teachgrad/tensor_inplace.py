@@ -50,6 +50,45 @@ class InPlaceMethods:
                 "Fix: use the out-of-place form, e.g. y = y + 1."
             )
 
+    def _records(self, other: Any = None) -> bool:
+        """Check an in-place change; True when autograd must record it (``self`` or ``other``
+        is part of the graph), as PyTorch does."""
+        self._check_writable()
+        other_grad = isinstance(other, function.Tensor) and other.requires_grad
+        if not (grad_mode._enabled and (self.requires_grad or other_grad)):
+            return False
+        if self.requires_grad and self.is_leaf:
+            self._check_inplace()  # the leaf rule's error
+        made_by_view = self.grad_fn is not None and self.grad_fn.function.is_view
+        if made_by_view or (self.grad_fn is None and self._shares_storage()):
+            raise RuntimeError(
+                "an in-place operation that autograd must record, on a view of another tensor, "
+                "is not supported by teachgrad: the tensor it views would not see the change in "
+                "its gradient. Fix: .clone() the view first, or use the out-of-place form."
+            )
+        return True
+
+    def _shares_storage(self) -> bool:
+        """Whether this tensor's array may be a view into a larger one (conservative)."""
+        arr = self._array
+        if isinstance(arr, np.ndarray):
+            return arr.base is not None
+        return arr.offset != 0 or arr.buffer.size != arr.size  # the cuda backend's StridedArray
+
+    def _record_inplace(self, compute: Any) -> "Tensor":
+        """An in-place change autograd records: ``compute(old)`` runs out of place on a copy of
+        the old values (which backward may need), the result is written into this storage,
+        and this tensor takes the result's place in the graph."""
+        old = self.clone() if self.requires_grad else self.detach().clone()
+        result = compute(old)
+        self._check_inplace_result(tuple(result.shape), result.dtype)
+        if result.dtype is not self.dtype:
+            result = result.to(self.dtype)
+        self._backend.setitem(self._array, (Ellipsis,), result.detach()._array)
+        self.grad_fn, self._output_nr, self.requires_grad = result.grad_fn, result._output_nr, True
+        self._bump_version()
+        return self
+
     def _set_array(self, array: Any) -> None:
         """Replace the data in place (keeps dtype; bumps the version counter)."""
         self._array = array
@@ -57,7 +96,7 @@ class InPlaceMethods:
         self._bump_version()
 
     def _inplace(self, result: "Tensor") -> "Tensor":
-        """Copy an already computed ``result`` into this tensor's storage."""
+        """Copy an already computed ``result`` (that needs no gradient) into this storage."""
         self._check_inplace()
         self._check_inplace_result(tuple(result.shape), result.dtype)
         self._backend.setitem(self._array, (Ellipsis,), result.to(self.dtype)._array)
@@ -67,14 +106,10 @@ class InPlaceMethods:
     def copy_(self, src: "Tensor") -> "Tensor":
         """Copy ``src``'s values into this tensor (broadcasting, converting dtype and device)."""
         from .ops.dispatch import as_tensor_like
-        self._check_inplace()
-        if grad_mode._enabled and isinstance(src, function.Tensor) and src.requires_grad:
-            raise RuntimeError(
-                "copy_ from a tensor that requires grad would have to record the copy in the "
-                "graph, which teachgrad does not support (PyTorch records it). Fix: make a new "
-                "tensor instead (t = src.clone(), or src.expand(shape)), or copy the values "
-                "only with t.copy_(src.detach())."
-            )
+        if self._records(src):  # the copy joins the graph: gradients flow back to src
+            shape = tuple(self.shape)
+            return self._record_inplace(lambda old: _overwrite(
+                old, as_tensor_like(src, self).to(self.device, self.dtype).expand(shape)))
         src = as_tensor_like(src, self).detach().to(self.device, self.dtype)
         src_shape = tuple(src.shape)
         from .ops.dispatch import broadcast_shapes
@@ -85,7 +120,8 @@ class InPlaceMethods:
         return self
 
     def fill_(self, value: float) -> "Tensor":
-        self._check_inplace()
+        if self._records(value):
+            return self._record_inplace(lambda old: _overwrite(old, value))
         self._backend.setitem(self._array, (Ellipsis,), value)
         self._bump_version()
         return self
@@ -97,13 +133,9 @@ class InPlaceMethods:
         """``self = self op other``, written straight into this tensor's storage."""
         from .ops.dispatch import broadcast_shapes, prepare_binary
 
-        self._check_inplace()
-        if grad_mode._enabled and isinstance(other, function.Tensor) and other.requires_grad:
-            raise RuntimeError(
-                "an in-place operation with a tensor that requires grad would have to join the "
-                "graph, which teachgrad does not support. Fix: use the out-of-place form "
-                "(y = y + w), or do it under tg.no_grad() if no gradient should flow."
-            )
+        if self._records(other):
+            from .ops import functional as F
+            return self._record_inplace(lambda old: getattr(F, op)(old, other))
         a, b = prepare_binary(self, other, op, float_result=op == "div")  # checks operands
         if isinstance(b, function.Tensor):
             common_device((self, b), op)
@@ -158,6 +190,8 @@ class InPlaceMethods:
         return self._inplace_binary("div", other)
 
     def clamp_(self, min: Any = None, max: Any = None) -> "Tensor":
+        if self._records(min) or self._records(max):
+            return self._record_inplace(lambda old: old.clamp(min, max))
         return self._inplace(self.clamp(min, max))
 
     def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> "Tensor":
@@ -179,3 +213,12 @@ class InPlaceMethods:
         self._backend.setitem(self._array, (Ellipsis,), self._backend.from_numpy(values))
         self._bump_version()
         return self
+
+
+def _overwrite(old: "Tensor", new: Any) -> "Tensor":
+    """``new`` in ``old``'s shape, still linked to ``old`` in the graph with a zero gradient
+    (as PyTorch's copy_ and fill_ are: the old values were read by nothing)."""
+    from .creation import zeros
+    from .ops import functional as F
+    keep_old = zeros(tuple(old.shape), dtype=dtypes.bool_, device=old.device)  # all False
+    return F.where(keep_old, old, new)

@@ -139,18 +139,23 @@ def test_pow_gradients_at_zero_and_negative_bases(device):
     assert np.isnan(values(y.grad)).all()
 
 
-# 7. copy_ from a tensor in the graph is refused (it would silently drop the graph)
-def test_copy_from_tensor_requiring_grad_is_refused():
-    w = tg.ones(2, requires_grad=True)
-    t = tg.zeros(2)
-    with pytest.raises(RuntimeError, match="teachgrad does not support"):
-        t.copy_(w)
-    assert t.tolist() == [0., 0.] and t._version == 0
-    t.copy_(w.detach())
-    assert t.tolist() == [1., 1.]
+# 7. copy_ from a tensor in the graph is recorded (PyTorch 2.13: w.grad [2., 2.], x.grad [0, 0])
+def test_copy_from_tensor_requiring_grad_is_recorded(device):
+    w = tg.ones(2, device=device, requires_grad=True)
+    t = tg.zeros(2, device=device)
+    t.copy_(w * 2)
+    assert t.requires_grad and t.grad_fn is not None
+    t.sum().backward()
+    np.testing.assert_array_equal(values(w.grad), [2., 2.])
+    x = tg.ones(2, device=device, requires_grad=True)
+    y = x * 5
+    y.copy_(tg.tensor([1.0], device=device))  # broadcast; x's gradient is 0, as in PyTorch
+    y.sum().backward()
+    np.testing.assert_array_equal(values(x.grad), [0., 0.])
+    u = tg.zeros(2)
     with tg.no_grad():
-        t.copy_(w * 3)
-    assert t.tolist() == [3., 3.]
+        u.copy_(tg.ones(2, requires_grad=True) * 3)
+    assert u.tolist() == [3., 3.] and not u.requires_grad
 
 
 # 8. Sequential renumbers after del, so append adds instead of overwriting
