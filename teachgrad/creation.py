@@ -9,7 +9,8 @@ from . import dtypes
 from . import random as _random
 from .backends import get_backend
 from .device import as_device
-from .tensor import Tensor, _check_flag, tensor
+from .tensor import Tensor, tensor
+from .tensor_data import check_flag as _check_flag
 
 
 def _shape(size: tuple) -> tuple[int, ...]:

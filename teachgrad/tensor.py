@@ -18,6 +18,7 @@ from .autograd.engine import run_backward
 from .autograd.function import AccumulateGrad
 from .backends import get_backend
 from .device import Device, as_device
+from .tensor_data import check_flag as _check_flag, host_array
 from .tensor_inplace import InPlaceMethods
 
 
@@ -382,23 +383,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     if isinstance(data, Tensor):
         arr = data.detach()._host()
     else:
-        ragged = (f"can't make a tensor from {type(data).__name__}: the nesting is ragged or "
-                  "the items are not numbers")
-        if isinstance(data, (str, bytes)):
-            raise TypeError(f"can't make a tensor from a string ({data!r}): tensors hold numbers. "
-                            "Fix: convert first, e.g. tg.tensor(float(text))")
-        try:
-            arr = np.array(data)
-        except (ValueError, OverflowError):  # numpy refuses ragged nested lists
-            raise ValueError(ragged) from None
-        if arr.dtype == object and _has_huge_int(data):
-            raise OverflowError("an integer in the data does not fit in int64 (the range is "
-                                "-2**63 to 2**63 - 1). Fix: use floats, e.g. tg.tensor(data, "
-                                "dtype=tg.float64)")
-        if arr.dtype == object and _is_ragged(data):
-            raise ValueError(ragged)
-        if arr.dtype == object or arr.dtype.kind not in "biuf":
-            raise TypeError(ragged)
+        arr = host_array(data)
     if dtype is not None:
         want = dtypes.get_dtype(dtype)
     elif arr.dtype.kind == "f" and not isinstance(data, np.ndarray):
@@ -414,26 +399,6 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     if requires_grad:
         t.requires_grad_(True)
     return t
-
-
-def _is_ragged(data: Any) -> bool:
-    """Whether nested lists have rows of different lengths (PyTorch: ValueError)."""
-    if not isinstance(data, (list, tuple)):
-        return False
-    lengths = {len(x) if isinstance(x, (list, tuple)) else -1 for x in data}
-    return len(lengths) > 1 or any(_is_ragged(x) for x in data)
-
-
-def _has_huge_int(data: Any) -> bool:
-    """Whether nested ``data`` holds a Python int outside int64 (numpy makes it an object)."""
-    if isinstance(data, (list, tuple)):
-        return any(_has_huge_int(x) for x in data)
-    return isinstance(data, int) and not -2**63 <= data < 2**63
-
-
-def _check_flag(name: str, value: Any) -> None:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, not {type(value).__name__} {value!r}")
 
 
 from . import tensor_methods  # noqa: E402,F401  (attaches the math methods to Tensor)
