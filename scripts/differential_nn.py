@@ -199,3 +199,73 @@ CASES.table("layer", {
     "sigmoid_tanh": lambda C, x, w, b: C.F.sigmoid(x).sum() + C.F.tanh(x).sum(),
     "log_softmax": lambda C, x, w, b: C.F.log_softmax(x * 50, dim=1),
 }, (rng.standard_normal((4, 2)).astype(f32), W0, B0), grad=(0, 1, 2))
+
+
+# -- autograd ----------------------------------------------------------------------------------
+def _hooked(C, x):
+    x.register_hook(lambda g: g * 3)
+    y = x * 2
+    y.register_hook(lambda g: g + 1)
+    return (y * y).sum()
+
+
+def _retained(C, x):
+    y = x * 2
+    y.retain_grad()
+    (y * y).sum().backward()
+    return y.grad
+
+
+def _accumulated(C, x):
+    (x * 2).sum().backward()
+    (x * x).sum().backward()
+    return x.grad.clone()
+
+
+def _backward_twice(C, x):
+    y = (x * x).sum()
+    y.backward()
+    y.backward()
+
+
+def _custom_square(C, x):
+    class Square(C.T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 2 * a * g
+
+    return Square.apply(x) * 3
+
+
+CASES.table("autograd", {
+    "hooks": _hooked,
+    "retain_grad": _retained,
+    "accumulate": _accumulated,
+    "backward_twice_error": _backward_twice,
+    "custom_function": _custom_square,
+    "grad": lambda C, x: C.T.autograd.grad((x ** 3).sum(), x),
+    "grad_non_leaf": lambda C, x: C.T.autograd.grad(((x * 2) ** 2).sum(), x * 1),
+    "grad_outputs": lambda C, x: C.T.autograd.grad(x * x, x, grad_outputs=C.T.ones_like(x) * 2),
+    "no_grad": lambda C, x: C.tensor(_under_no_grad(C, x).requires_grad),
+    "detach": lambda C, x: x.detach() * x,
+    "expand_backward": lambda C, x: x[:1].expand(3, 3) * x,
+    "max_ties_backward": lambda C, x: C.T.maximum(x, x.detach()).amax(),
+    "non_scalar_with_gradient": lambda C, x: _backward_with(C, x),
+}, (np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [1.5, 1.5, 0.0]], f32),), grad=(0,))
+
+
+def _under_no_grad(C, x):
+    with C.T.no_grad():
+        return x * 2
+
+
+def _backward_with(C, x):
+    y = x.exp()
+    y.backward(C.T.ones_like(y) * 0.5)
+    return x.grad.clone()

@@ -153,6 +153,8 @@ def backward_steps(
         grad_tensors = [grad_tensors]
     elif grad_tensors is None:
         grad_tensors = [None] * len(tensors)
+    elif isinstance(grad_tensors, function.Tensor):  # one gradient for a list of one root
+        grad_tensors = [grad_tensors]
     roots = []
     for t, g in _check_roots(tensors, grad_tensors):
         node = t.grad_fn if t.grad_fn is not None else t._accumulator()
