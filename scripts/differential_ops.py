@@ -118,6 +118,10 @@ CASES.table("promote", {
     "float_into_int_inplace": lambda C: C.tensor([1, 2]).add_(0.5),
     "int_into_float_inplace": lambda C: C.tensor([1., 2.]).add_(C.tensor([1, 1])),
     "mean_int": lambda C: C.tensor([1, 2]).mean(),
+    "bool_add_true_inplace": lambda C: C.tensor([True, False]).add_(True),
+    "bool_times_false": lambda C: C.tensor([True, False]) * False,
+    "bool_sign": lambda C: C.tensor([True, False]).sign(),
+    "bool_neg_error": lambda C: -C.tensor([True, False]),
 })
 
 # -- 0-d and empty tensors ---------------------------------------------------------------------
@@ -155,6 +159,9 @@ CASES.table("empty", {
     "exp": lambda C, x: x.exp(),
     "softmax": lambda C, x: x.softmax(1),
     "mask": lambda C, x: x[x > 0],
+    "inplace_add": lambda C, x: x.clone().add_(1.0),
+    "setitem": lambda C, x: _assign(lambda C, y: y > 0, lambda C: 1.0)(C, x),
+    "copy_": lambda C, x: C.T.zeros(0, 3, device=C.dev).copy_(x),
 }, (np.zeros((0, 3), f32),), grad=(0,))
 
 # -- ties --------------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ class InPlaceMethods:
 
     def _check_writable(self) -> None:
         """An expand()ed view repeats one element: writing through it is ambiguous."""
-        if any(stride == 0 and size > 1 for size, stride in zip(self.shape, self.stride())):
+        if self.numel() and any(stride == 0 and size > 1
+                                for size, stride in zip(self.shape, self.stride())):
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor refers "
                 "to a single memory location (it is an expand()ed view). Fix: clone() the "
@@ -71,6 +72,8 @@ class InPlaceMethods:
     def _shares_storage(self) -> bool:
         """Whether this tensor's array may be a view into a larger one (conservative)."""
         arr = self._array
+        if self.numel() == 0:
+            return False  # nothing to share
         if isinstance(arr, np.ndarray):
             return arr.base is not None
         return arr.offset != 0 or arr.buffer.size != arr.size  # the cuda backend's StridedArray

@@ -90,7 +90,7 @@ def prepare_binary(a: Any, b: Any, op: str, *, float_result: bool = False) -> tu
                     prepare_binary(s, t, op, float_result=float_result)
             raise TypeError(f"unsupported operand type for {op}: tensor and {type(s).__name__}")
         dt = dtypes.scalar_result_type(t.dtype, s)
-        s = float(s) if dt.is_floating_point else int(s)
+        s = float(s) if dt.is_floating_point else bool(s) if dt is dtypes.bool_ else int(s)
         a, b = (t, s) if ta else (s, t)
     if float_result and not dt.is_floating_point:
         dt = dtypes.get_default_dtype()

@@ -52,6 +52,9 @@ def pow(a: Any, b: Any) -> Tensor:  # noqa: A001 (PyTorch's name)
 
 
 def neg(a: Tensor) -> Tensor:
+    if a.dtype is dtypes.bool_:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                           "Fix: to invert a mask, use mask == False (or 1 - mask.long())")
     return ew.Neg.apply(a)
 
 
@@ -153,6 +156,8 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
 
 def sign(a: Tensor) -> Tensor:
     """-1, 0 or 1 per element; its gradient is 0 everywhere, as in PyTorch."""
+    if a.dtype is dtypes.bool_:
+        return a.clone()  # the sign of True is True (1), of False is False (0)
     return ew.Sign.apply(a)
 
 
