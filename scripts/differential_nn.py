@@ -269,3 +269,46 @@ def _backward_with(C, x):
     y = x.exp()
     y.backward(C.T.ones_like(y) * 0.5)
     return x.grad.clone()
+
+
+# -- modules -----------------------------------------------------------------------------------
+def _sequential_edits(C, x):
+    nn = C.T.nn
+    s = nn.Sequential(nn.ReLU(), nn.Tanh())
+    s.append(nn.Sigmoid())
+    s.insert(-1, nn.Identity())
+    s.extend([nn.Tanh()])
+    del s[0]
+    popped = s.pop(0)
+    s[0] = nn.ReLU()
+    names = C.tensor([int(name) for name, _ in s.named_children()])
+    return s(x), names, C.tensor(len(s)), s[1:](x), C.tensor(isinstance(popped, nn.Identity))
+
+
+def _linear_module(C, x):
+    m = C.T.nn.Linear(3, 2).to(C.dev)
+    with C.T.no_grad():
+        m.weight.copy_(C.tensor([[1., 2., 3.], [-1., 0., 1.]]))
+        m.bias.fill_(0.5)
+    return m(x)
+
+
+def _dropout_eval(C, x):
+    d = C.T.nn.Dropout(0.5)
+    d.eval()
+    return d(x)
+
+
+CASES.table("module", {
+    "sequential_edits": _sequential_edits,
+    "sequential_bad_index": lambda C, x: C.T.nn.Sequential(C.T.nn.ReLU())[3],
+    "linear": _linear_module,
+    "flatten": lambda C, x: (C.T.nn.Flatten()(x.reshape(3, 3, 1)), C.T.nn.Flatten(0)(x)),
+    "softmax_modules": lambda C, x: (C.T.nn.Softmax(dim=1)(x), C.T.nn.LogSoftmax(dim=0)(x)),
+    "dropout_eval": _dropout_eval,
+    "dropout_p_one": lambda C, x: C.F.dropout(x, 1.0),
+    "dropout_bad_p": lambda C, x: C.T.nn.Dropout(1.5),
+    "losses": lambda C, x: (C.T.nn.L1Loss(reduction="sum")(x, x * 0),
+                            C.T.nn.NLLLoss()(x.log_softmax(1), C.tensor([0, 2, 1]))),
+    "parameter_int_error": lambda C, x: C.T.nn.Parameter(C.tensor([1, 2])),
+}, (np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [1.5, 1.5, 0.0]], f32),), grad=(0,))
