@@ -327,6 +327,8 @@ CASES.table("errors", {
     "int_negative_power": lambda C: C.tensor([2, 3]) ** -1,
     "tensor_from_string": lambda C: C.tensor("abc"),
     "ragged": lambda C: C.tensor([[1, 2], [3]]),
+    "huge_int": lambda C: C.tensor([1, 2**70]),
+    "none_in_data": lambda C: C.tensor([1.0, None]),
     "item_many": lambda C: C.tensor([1., 2.]).item(),
     "bool_many": lambda C: bool(C.tensor([1., 2.])),
     "numpy_requires_grad": lambda C: C.tensor([1.], requires_grad=True).numpy(),

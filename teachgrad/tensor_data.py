@@ -17,8 +17,11 @@ def host_array(data: Any) -> np.ndarray:
         arr = np.array(data)
     except (ValueError, OverflowError):  # numpy refuses ragged nested lists
         raise ValueError(ragged) from None
+    if arr.dtype == object and _has_none(data):
+        raise RuntimeError("Could not infer dtype of NoneType: tensors hold numbers, and None is "
+                           "not one. Fix: replace the Nones (e.g. with float('nan'))")
     if arr.dtype == object and _has_huge_int(data):
-        raise OverflowError("an integer in the data does not fit in int64 (the range is "
+        raise ValueError("an integer in the data does not fit in int64 (the range is "
                             "-2**63 to 2**63 - 1). Fix: use floats, e.g. tg.tensor(data, "
                             "dtype=tg.float64)")
     if arr.dtype == object and _is_ragged(data):
@@ -34,6 +37,12 @@ def _is_ragged(data: Any) -> bool:
         return False
     lengths = {len(x) if isinstance(x, (list, tuple)) else -1 for x in data}
     return len(lengths) > 1 or any(_is_ragged(x) for x in data)
+
+
+def _has_none(data: Any) -> bool:
+    if isinstance(data, (list, tuple)):
+        return any(_has_none(x) for x in data)
+    return data is None
 
 
 def _has_huge_int(data: Any) -> bool:

@@ -72,8 +72,10 @@ def test_dims_and_sizes_must_be_ints():
 def test_tensor_data_must_be_numbers():
     with raises(TypeError, "can't make a tensor from a string ('abc'): tensors hold numbers"):
         tg.tensor("abc")
-    with raises(OverflowError, "does not fit in int64"):
+    with raises(ValueError, "does not fit in int64"):
         tg.tensor([1, 2**70])
+    with raises(RuntimeError, "Could not infer dtype of NoneType"):
+        tg.tensor([1.0, None])
     with raises(ValueError, "the nesting is ragged"):
         tg.tensor([[1, 2], [3]])
     with raises(TypeError, "requires_grad must be True or False, not str 'yes'"):
