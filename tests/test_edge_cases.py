@@ -80,3 +80,11 @@ def test_relu_inplace_trains_like_out_of_place(device):
     leaf = tg.randn(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="inplace=True would overwrite a leaf"):
         tg.nn.functional.relu(leaf, inplace=True)
+
+
+def test_kernel_reductions_of_empty_rows():
+    empty = cuda.to_device(np.zeros((3, 0), np.float32))
+    np.testing.assert_array_equal(reduce_kernels.reduce_rows("sum", empty).copy_to_host(), [0., 0., 0.])
+    for op, reduce in (("max", reduce_kernels.reduce_rows), ("argmin", reduce_kernels.arg_reduce_rows)):
+        with pytest.raises(ValueError, match=f"{op} of an empty row has no value"):
+            reduce(op, empty)
