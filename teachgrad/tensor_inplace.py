@@ -28,6 +28,9 @@ class InPlaceMethods:
 
     def _check_writable(self) -> None:
         """An expand()ed view repeats one element: writing through it is ambiguous."""
+        arr = self._array
+        if isinstance(arr, np.ndarray) and arr.flags.writeable:
+            return  # (the quick answer: numpy marks its broadcast views read-only)
         if self.numel() and any(stride == 0 and size > 1
                                 for size, stride in zip(self.shape, self.stride())):
             raise RuntimeError(
