@@ -337,6 +337,22 @@ CASES.table("errors", {
     "eq_none": lambda C: C.tensor([1., 2.]) == None,  # noqa: E711
     "zeros_from_tensor_size": lambda C: C.T.zeros(C.T.tensor(3)),
     "retain_grad_no_grad": lambda C: C.tensor([1.]).retain_grad(),
+    "where_float_condition": lambda C: C.T.where(C.tensor([1., 0.]), C.tensor([1., 2.]), 0.0),
+    "index_with_string": lambda C: C.tensor([1., 2.])["a"],
+    "index_with_float": lambda C: C.tensor([1., 2.])[1.5],
+    "float_of_vector": lambda C: float(C.tensor([1., 2.])),
+    "int_of_vector": lambda C: int(C.tensor([1, 2])),
+    "full_with_string": lambda C: C.T.full((2,), "a"),
+    "eye_negative": lambda C: C.T.eye(-1),
+    "linspace_negative_steps": lambda C: C.T.linspace(0, 1, -1),
+    "cross_entropy_float_target": lambda C: C.F.cross_entropy(C.tensor([[1., 2.]]), C.tensor([0.])),
+    "cross_entropy_target_shape": lambda C: C.F.cross_entropy(C.tensor([[1., 2.]]), C.tensor([[0]])),
+    "transpose_out_of_range": lambda C: C.tensor([[1., 2.]]).transpose(0, 3),
+    "flatten_reversed_dims": lambda C: C.tensor([[1., 2.]]).flatten(1, 0),
+    "t_of_3d": lambda C: C.T.zeros(1, 2, 3).t(),
+    "stack_shapes": lambda C: C.T.stack([C.tensor([1., 2.]), C.tensor([1.])]),
+    "randint_empty_range": lambda C: C.T.randint(5, 2, (3,)),
+    "mean_int_dim": lambda C: C.tensor([[1, 2]]).mean(0),
 }, devices=CPU_ONLY + ("cuda",))
 
 

@@ -44,6 +44,8 @@ def _float(dtype: Any) -> dtypes.DType:
 
 def full(size: Any, fill_value: float, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
+    if not isinstance(fill_value, (int, float, bool, np.number, np.bool_)):
+        raise TypeError(f"full(): fill_value must be a number, not {type(fill_value).__name__}")
     if dtype is None:
         dtype = dtypes.bool_ if isinstance(fill_value, bool) else (
             dtypes.int64 if isinstance(fill_value, int) else dtypes.get_default_dtype())
@@ -102,12 +104,16 @@ def arange(start: float, end: float | None = None, step: float = 1, *, dtype: An
 
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     array = np.linspace(start, end, steps).astype(_float(dtype).numpy)
     return _finish(array, device, requires_grad)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"eye: n and m must be greater or equal to 0, got n={n}, m={m}")
     return _finish(np.eye(n, m, dtype=_float(dtype).numpy), device, requires_grad)
 
 

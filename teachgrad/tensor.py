@@ -184,10 +184,17 @@ class Tensor(InPlaceMethods):
         return self._host().tolist()
 
     def __float__(self) -> float:
+        self._check_one_element()
         return float(self.item())
 
     def __int__(self) -> int:
+        self._check_one_element()
         return int(self.item())
+
+    def _check_one_element(self) -> None:
+        if self.numel() != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars, this "
+                             f"one has {self.numel()}. Fix: index one element first, e.g. t[0]")
 
     def __index__(self) -> int:
         if self.dtype is not dtypes.int64 or self.numel() != 1:

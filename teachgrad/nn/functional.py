@@ -286,7 +286,7 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor,
             "Fix: convert it with input.float()."
         )
     if target.dtype != tg.int64:
-        raise TypeError(
+        raise RuntimeError(
             f"{name}: target must hold integer class indices (int64), got {target.dtype}. "
             "teachgrad supports class-index targets only, not probabilities. "
             "Fix: convert it with target.long()."
@@ -300,7 +300,7 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor,
         expected = (input.shape[0], *input.shape[2:])
         num_classes = input.shape[1]
     if tuple(target.shape) != expected:
-        raise ValueError(
+        raise RuntimeError(
             f"{name}: for input of shape {tuple(input.shape)} (classes in dimension "
             f"{0 if input.ndim == 1 else 1}) target must have shape {expected}, got "
             f"{tuple(target.shape)}. Fix: pass one class index per sample, e.g. target.view(-1)."

@@ -143,7 +143,8 @@ clip = clamp
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     """``a`` where ``cond`` is true, else ``b`` (broadcasting all three)."""
     if not isinstance(cond, Tensor) or cond.dtype is not dtypes.bool_:
-        raise TypeError("where: the condition must be a bool tensor, e.g. x > 0")
+        raise RuntimeError("where expected condition to be a boolean tensor. Fix: compare to "
+                           "make one, e.g. tg.where(x > 0, a, b)")
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # two numbers: PyTorch's dtype
         from ..tensor import tensor
         a = tensor(a, dtype=dtypes.result_type(a, b), device=cond.device)

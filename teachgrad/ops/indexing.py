@@ -83,8 +83,9 @@ def _host_item(t: Tensor, item: Any) -> Any:
         return arr if arr.dtype == np.bool_ else arr.astype(np.int64)
     if hasattr(item, "__index__"):
         return int(item.__index__())
-    raise IndexError(f"unsupported index {item!r}: use ints, slices, None, ..., "
-                     "integer or bool tensors (or lists of ints)")
+    kind = IndexError if isinstance(item, float) else TypeError  # (PyTorch's classes)
+    raise kind(f"unsupported index {item!r}: use ints, slices, None, ..., "
+               "integer or bool tensors (or lists of ints)")
 
 
 def _width(item: Any) -> int:
