@@ -10,18 +10,26 @@ from . import random as _random
 from .backends import get_backend
 from .device import as_device
 from .tensor import Tensor, tensor
+from .tensor_data import check_flag as _check_flag
 
 
 def _shape(size: tuple) -> tuple[int, ...]:
+    """Sizes as ``f(2, 3)`` or ``f((2, 3))``; ints or anything int-like (a 0-d int tensor)."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     for s in size:
-        if not isinstance(s, (int, np.integer)) or s < 0:
-            raise RuntimeError(f"sizes must be non-negative integers, got {list(size)}")
-    return tuple(int(s) for s in size)
+        if isinstance(s, (bool, float)) or not hasattr(s, "__index__"):
+            raise TypeError(f"sizes must be integers, got {s!r} ({type(s).__name__}) in "
+                            f"{list(size)}. Fix: pass whole numbers, e.g. tg.zeros(2, 3)")
+    shape = tuple(s.__index__() for s in size)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}. "
+                           "Fix: sizes must be >= 0")
+    return shape
 
 
 def _finish(array: Any, device: Any, requires_grad: bool, on_host: bool = True) -> Tensor:
+    _check_flag("requires_grad", requires_grad)
     dev = as_device(device)
     backend = get_backend(dev.type)
     if on_host:
@@ -36,6 +44,8 @@ def _float(dtype: Any) -> dtypes.DType:
 
 def full(size: Any, fill_value: float, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
+    if not isinstance(fill_value, (int, float, bool, np.number, np.bool_)):
+        raise TypeError(f"full(): fill_value must be a number, not {type(fill_value).__name__}")
     if dtype is None:
         dtype = dtypes.bool_ if isinstance(fill_value, bool) else (
             dtypes.int64 if isinstance(fill_value, int) else dtypes.get_default_dtype())
@@ -77,8 +87,14 @@ def arange(start: float, end: float | None = None, step: float = 1, *, dtype: An
            device: Any = None, requires_grad: bool = False) -> Tensor:
     if end is None:
         start, end = 0, start
+    for v in (start, end, step):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"arange: start, end and step must be numbers, got {v!r}")
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step}). Fix: e.g. arange(5, 0, -1)")
     if dtype is None:
         is_int = all(isinstance(v, int) for v in (start, end, step))
         dtype = dtypes.int64 if is_int else dtypes.get_default_dtype()
@@ -88,27 +104,43 @@ def arange(start: float, end: float | None = None, step: float = 1, *, dtype: An
 
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     array = np.linspace(start, end, steps).astype(_float(dtype).numpy)
     return _finish(array, device, requires_grad)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"eye: n and m must be greater or equal to 0, got n={n}, m={m}")
     return _finish(np.eye(n, m, dtype=_float(dtype).numpy), device, requires_grad)
 
 
-def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def no_generator(name: str, generator: Any) -> None:
+    """teachgrad has one random stream (``tg.manual_seed``); a separate Generator is refused."""
+    if generator is not None:
+        raise TypeError(f"teachgrad does not support {name}(generator=...): it has one global "
+                        "random stream. Fix: leave out generator= and seed with tg.manual_seed(n)")
+
+
+def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         generator: Any = None) -> Tensor:
+    no_generator("rand", generator)
     array = _random.uniform_array(_shape(size), 0.0, 1.0, _float(dtype))
     return _finish(array, device, requires_grad)
 
 
-def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          generator: Any = None) -> Tensor:
+    no_generator("randn", generator)
     array = _random.normal_array(_shape(size), 0.0, 1.0, _float(dtype))
     return _finish(array, device, requires_grad)
 
 
 def randint(low: int, high: int | None = None, size: tuple = (), *, dtype: Any = None,
-            device: Any = None) -> Tensor:
+            device: Any = None, generator: Any = None) -> Tensor:
+    no_generator("randint", generator)
     if high is None:  # randint(high), as in PyTorch
         low, high = 0, low
     elif isinstance(high, (tuple, list)):  # randint(high, size)
@@ -121,7 +153,8 @@ def randint(low: int, high: int | None = None, size: tuple = (), *, dtype: Any =
     return _finish(array, device, False)
 
 
-def randperm(n: int, *, device: Any = None) -> Tensor:
+def randperm(n: int, *, device: Any = None, generator: Any = None) -> Tensor:
+    no_generator("randperm", generator)
     return _finish(_random.permutation(n).astype(np.int64), device, False)
 
 

@@ -27,6 +27,9 @@ class Device:
             index = int(idx)
         if kind == "cpu":
             index = None
+        elif index not in (None, 0):
+            raise RuntimeError(f"invalid device {spec!r}: teachgrad drives one GPU, 'cuda' "
+                               "(or 'cuda:0'). Fix: use device='cuda'")
         self.type = kind
         self.index = index
 

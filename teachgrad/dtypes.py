@@ -112,3 +112,46 @@ def scalar_result_type(t: DType, scalar: object) -> DType:
     if isinstance(scalar, float):
         return t if t.is_floating_point else _default_float
     raise TypeError(f"cannot combine a tensor with {type(scalar).__name__} {scalar!r}")
+
+
+def _combine_categories(higher: DType | None, lower: DType | None) -> DType | None:
+    """PyTorch's rule for a higher-priority group meeting a lower one: the lower group
+    only counts when it is of a higher kind (an int tensor meets a float 0-d tensor)."""
+    if higher is None:
+        return lower
+    if lower is None or higher.is_floating_point:
+        return higher
+    if higher is bool_ or lower.is_floating_point:
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type(*operands: object) -> DType:
+    """The dtype of an operation on ``operands`` (tensors and Python numbers), as in PyTorch.
+
+    Operands fall in three groups, in priority order: tensors with dimensions,
+    0-d tensors, Python numbers. Within a group the larger type wins; a later
+    group matters only if it is of a higher kind (bool < int < float). So
+    ``float32 vector + float64 0-d`` stays float32, but ``int64 vector + float64 0-d``
+    is float64 and ``int64 vector + 2.5`` is the default float dtype.
+    """
+    groups: list[DType | None] = [None, None, None]
+    for x in operands:
+        if x is None:
+            continue
+        dtype = getattr(x, "dtype", None)
+        if isinstance(dtype, DType):
+            slot = 0 if x.ndim else 1
+        elif isinstance(x, bool):
+            slot, dtype = 2, bool_
+        elif isinstance(x, int):
+            slot, dtype = 2, int64
+        elif isinstance(x, float):
+            slot, dtype = 2, _default_float
+        else:
+            raise TypeError(f"cannot combine a tensor with {type(x).__name__} {x!r}")
+        groups[slot] = dtype if groups[slot] is None else promote_types(groups[slot], dtype)
+    result = _combine_categories(groups[0], _combine_categories(groups[1], groups[2]))
+    if result is None:
+        raise TypeError("result_type needs at least one operand")
+    return result

@@ -18,6 +18,7 @@ from .autograd.engine import run_backward
 from .autograd.function import AccumulateGrad
 from .backends import get_backend
 from .device import Device, as_device
+from .tensor_data import check_flag as _check_flag, host_array
 from .tensor_inplace import InPlaceMethods
 
 
@@ -48,14 +49,29 @@ class Tensor(InPlaceMethods):
     __array_priority__ = 1000  # numpy defers `ndarray * tensor` to us
     # A fixed set of fields (no per-tensor __dict__): tensors are made by the
     # thousand, and this makes each one smaller and quicker to make and to read.
-    __slots__ = ("_array", "_backend", "device", "dtype", "requires_grad", "grad", "grad_fn",
+    __slots__ = ("_array", "_backend", "device", "dtype", "requires_grad", "_grad", "grad_fn",
                  "_output_nr", "_version_counter", "_accumulate_node", "_retains_grad",
                  "__weakref__")
 
-    def __init__(self, data: Any = (), dtype: Any = None, device: Any = None,
+    def __init__(self, *args: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> None:
-        made = tensor(data, dtype=dtype if dtype is not None else dtypes.get_default_dtype(),
-                      device=device)
+        """``tg.Tensor(2, 3)`` is a (2, 3) tensor of zeros; ``tg.Tensor([1, 2])`` copies data.
+
+        As in PyTorch, the class constructor makes the default float dtype; use
+        ``tg.tensor(data)`` to keep the data's own dtype (or to make a 0-d tensor).
+        """
+        dtype = dtype if dtype is not None else dtypes.get_default_dtype()
+        sizes = all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args)
+        if args and sizes:
+            data: Any = np.zeros(tuple(int(a) for a in args), dtypes.get_dtype(dtype).numpy)
+        elif len(args) > 1:
+            raise TypeError(f"tg.Tensor() takes sizes (ints) or one sequence of data, not {args!r}")
+        else:
+            data = args[0] if args else ()
+            if isinstance(data, (float, bool, complex)):
+                raise TypeError(f"tg.Tensor(): data must be a sequence (got {type(data).__name__}). "
+                                f"Fix: tg.tensor({data!r}) makes a 0-d tensor")
+        made = tensor(data, dtype=dtype, device=device)
         self._init(made._array, made._backend, made.device)
         if requires_grad:
             self.requires_grad_(True)
@@ -67,7 +83,7 @@ class Tensor(InPlaceMethods):
         self.device = device
         self.dtype = dtypes.from_numpy_dtype(array.dtype)
         self.requires_grad = False
-        self.grad: Tensor | None = None
+        self._grad: Tensor | None = None
         self.grad_fn = None
         self._output_nr = 0
         self._version_counter = [0]  # one list shared by every view of the same storage
@@ -107,6 +123,15 @@ class Tensor(InPlaceMethods):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self._array.shape[0]
+
+    def stride(self, dim: int | None = None) -> Any:
+        """How many elements to step in memory to move one along each dimension."""
+        arr = self._array
+        if isinstance(arr, np.ndarray):
+            strides = tuple(s // arr.itemsize for s in arr.strides)
+        else:
+            strides = tuple(arr.strides)  # the cuda backend's StridedArray counts elements
+        return strides if dim is None else strides[dim]
 
     def is_contiguous(self) -> bool:
         """Whether the elements sit in row-major order in memory (``x.T`` usually does not)."""
@@ -159,10 +184,17 @@ class Tensor(InPlaceMethods):
         return self._host().tolist()
 
     def __float__(self) -> float:
+        self._check_one_element()
         return float(self.item())
 
     def __int__(self) -> int:
+        self._check_one_element()
         return int(self.item())
+
+    def _check_one_element(self) -> None:
+        if self.numel() != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars, this "
+                             f"one has {self.numel()}. Fix: index one element first, e.g. t[0]")
 
     def __index__(self) -> int:
         if self.dtype is not dtypes.int64 or self.numel() != 1:
@@ -227,8 +259,33 @@ class Tensor(InPlaceMethods):
         return str(self.dtype) if dtype is None else self.to(dtypes.get_dtype(dtype))
 
     # -- autograd ----------------------------------------------------------------
+    @property
+    def grad(self) -> "Tensor | None":
+        """The gradient backward accumulated here (``None`` until then)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        # Checked at assignment, as in PyTorch: an optimizer must never meet a bad .grad.
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}. Fix: assign a tensor like the parameter")
+            if value.shape != self.shape:
+                raise RuntimeError(f"attempting to assign a gradient of size {list(value.shape)} to "
+                                   f"a tensor of size {list(self.shape)}. Please ensure that the "
+                                   "gradient and the tensor are the same size")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"attempting to assign a gradient with dtype {value.dtype} to a "
+                                   f"tensor with dtype {self.dtype}. Fix: convert it, g.to({self.dtype})")
+            if value.device != self.device:
+                raise RuntimeError(f"attempting to assign a gradient on {value.device} to a tensor "
+                                   f"on {self.device}. Fix: move it, g.to('{self.device}')")
+        self._grad = value
+
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Mark a leaf so that backward computes its ``.grad`` (in place)."""
+        _check_flag("requires_grad", requires_grad)
         if not self.is_leaf and not requires_grad:
             raise RuntimeError(
                 "you can only change requires_grad of leaf tensors; this one was made by "
@@ -291,6 +348,9 @@ class Tensor(InPlaceMethods):
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` on this non-leaf tensor after backward (leaves always keep it)."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False: it gets "
+                               "no gradient. Fix: make it from inputs that require grad")
         if self.is_leaf or self._retains_grad:
             return
         import weakref
@@ -330,14 +390,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     if isinstance(data, Tensor):
         arr = data.detach()._host()
     else:
-        ragged = (f"can't make a tensor from {type(data).__name__}: the nesting is ragged or "
-                  "the items are not numbers")
-        try:
-            arr = np.array(data)
-        except ValueError:  # numpy refuses ragged nested lists
-            raise TypeError(ragged) from None
-        if arr.dtype == object:
-            raise TypeError(ragged)
+        arr = host_array(data)
     if dtype is not None:
         want = dtypes.get_dtype(dtype)
     elif arr.dtype.kind == "f" and not isinstance(data, np.ndarray):
@@ -346,6 +399,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         want = dtypes.get_default_dtype()  # tg.tensor([]) is float, like PyTorch
     else:
         want = dtypes.from_numpy_dtype(arr.dtype)
+    _check_flag("requires_grad", requires_grad)
     arr = np.asarray(arr, dtype=want.numpy, order="C")
     backend = get_backend(device.type)
     t = Tensor._make(backend.from_numpy(arr), backend, device)

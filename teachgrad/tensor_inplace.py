@@ -26,7 +26,21 @@ class InPlaceMethods:
 
     __slots__ = ()
 
+    def _check_writable(self) -> None:
+        """An expand()ed view repeats one element: writing through it is ambiguous."""
+        arr = self._array
+        if isinstance(arr, np.ndarray) and arr.flags.writeable:
+            return  # (the quick answer: numpy marks its broadcast views read-only)
+        if self.numel() and any(stride == 0 and size > 1
+                                for size, stride in zip(self.shape, self.stride())):
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location (it is an expand()ed view). Fix: clone() the "
+                "tensor before performing the operation."
+            )
+
     def _check_inplace(self) -> None:
+        self._check_writable()
         if grad_mode._enabled and self.requires_grad and self.is_leaf:
             raise RuntimeError(
                 "a leaf Variable that requires grad is being used in an in-place operation. "
@@ -40,6 +54,47 @@ class InPlaceMethods:
                 "Fix: use the out-of-place form, e.g. y = y + 1."
             )
 
+    def _records(self, other: Any = None) -> bool:
+        """Check an in-place change; True when autograd must record it (``self`` or ``other``
+        is part of the graph), as PyTorch does."""
+        self._check_writable()
+        other_grad = isinstance(other, function.Tensor) and other.requires_grad
+        if not (grad_mode._enabled and (self.requires_grad or other_grad)):
+            return False
+        if self.requires_grad and self.is_leaf:
+            self._check_inplace()  # the leaf rule's error
+        made_by_view = self.grad_fn is not None and self.grad_fn.function.is_view
+        if made_by_view or (self.grad_fn is None and self._shares_storage()):
+            raise RuntimeError(
+                "an in-place operation that autograd must record, on a view of another tensor, "
+                "is not supported by teachgrad: the tensor it views would not see the change in "
+                "its gradient. Fix: .clone() the view first, or use the out-of-place form."
+            )
+        return True
+
+    def _shares_storage(self) -> bool:
+        """Whether this tensor's array may be a view into a larger one (conservative)."""
+        arr = self._array
+        if self.numel() == 0:
+            return False  # nothing to share
+        if isinstance(arr, np.ndarray):
+            return arr.base is not None
+        return arr.offset != 0 or arr.buffer.size != arr.size  # the cuda backend's StridedArray
+
+    def _record_inplace(self, compute: Any) -> "Tensor":
+        """An in-place change autograd records: ``compute(old)`` runs out of place on a copy of
+        the old values (which backward may need), the result is written into this storage,
+        and this tensor takes the result's place in the graph."""
+        old = self.clone() if self.requires_grad else self.detach().clone()
+        result = compute(old)
+        self._check_inplace_result(tuple(result.shape), result.dtype)
+        if result.dtype is not self.dtype:
+            result = result.to(self.dtype)
+        self._backend.setitem(self._array, (Ellipsis,), result.detach()._array)
+        self.grad_fn, self._output_nr, self.requires_grad = result.grad_fn, result._output_nr, True
+        self._bump_version()
+        return self
+
     def _set_array(self, array: Any) -> None:
         """Replace the data in place (keeps dtype; bumps the version counter)."""
         self._array = array
@@ -47,7 +102,7 @@ class InPlaceMethods:
         self._bump_version()
 
     def _inplace(self, result: "Tensor") -> "Tensor":
-        """Copy an already computed ``result`` into this tensor's storage."""
+        """Copy an already computed ``result`` (that needs no gradient) into this storage."""
         self._check_inplace()
         self._check_inplace_result(tuple(result.shape), result.dtype)
         self._backend.setitem(self._array, (Ellipsis,), result.to(self.dtype)._array)
@@ -57,7 +112,10 @@ class InPlaceMethods:
     def copy_(self, src: "Tensor") -> "Tensor":
         """Copy ``src``'s values into this tensor (broadcasting, converting dtype and device)."""
         from .ops.dispatch import as_tensor_like
-        self._check_inplace()
+        if self._records(src):  # the copy joins the graph: gradients flow back to src
+            shape = tuple(self.shape)
+            return self._record_inplace(lambda old: _overwrite(
+                old, as_tensor_like(src, self).to(self.device, self.dtype).expand(shape)))
         src = as_tensor_like(src, self).detach().to(self.device, self.dtype)
         src_shape = tuple(src.shape)
         from .ops.dispatch import broadcast_shapes
@@ -68,7 +126,8 @@ class InPlaceMethods:
         return self
 
     def fill_(self, value: float) -> "Tensor":
-        self._check_inplace()
+        if self._records(value):
+            return self._record_inplace(lambda old: _overwrite(old, value))
         self._backend.setitem(self._array, (Ellipsis,), value)
         self._bump_version()
         return self
@@ -80,13 +139,9 @@ class InPlaceMethods:
         """``self = self op other``, written straight into this tensor's storage."""
         from .ops.dispatch import broadcast_shapes, prepare_binary
 
-        self._check_inplace()
-        if grad_mode._enabled and isinstance(other, function.Tensor) and other.requires_grad:
-            raise RuntimeError(
-                "an in-place operation with a tensor that requires grad would have to join the "
-                "graph, which teachgrad does not support. Fix: use the out-of-place form "
-                "(y = y + w), or do it under tg.no_grad() if no gradient should flow."
-            )
+        if self._records(other):
+            from .ops import functional as F
+            return self._record_inplace(lambda old: getattr(F, op)(old, other))
         a, b = prepare_binary(self, other, op, float_result=op == "div")  # checks operands
         if isinstance(b, function.Tensor):
             common_device((self, b), op)
@@ -127,10 +182,12 @@ class InPlaceMethods:
         return self._inplace_binary("div", other)
 
     def add_(self, other: Any, alpha: float = 1) -> "Tensor":
-        return self._inplace_binary("add", other * alpha if alpha != 1 else other)
+        from .ops.dispatch import scaled
+        return self._inplace_binary("add", scaled(self, other, alpha))
 
     def sub_(self, other: Any, alpha: float = 1) -> "Tensor":
-        return self._inplace_binary("sub", other * alpha if alpha != 1 else other)
+        from .ops.dispatch import scaled
+        return self._inplace_binary("sub", scaled(self, other, alpha))
 
     def mul_(self, other: Any) -> "Tensor":
         return self._inplace_binary("mul", other)
@@ -139,15 +196,21 @@ class InPlaceMethods:
         return self._inplace_binary("div", other)
 
     def clamp_(self, min: Any = None, max: Any = None) -> "Tensor":
+        if self._records(min) or self._records(max):
+            return self._record_inplace(lambda old: old.clamp(min, max))
         return self._inplace(self.clamp(min, max))
 
-    def uniform_(self, a: float = 0.0, b: float = 1.0) -> "Tensor":
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> "Tensor":
+        from .creation import no_generator
         from .random import uniform_array
+        no_generator("uniform_", generator)
         self._check_inplace()
         return self._fill_from_host(uniform_array(tuple(self.shape), a, b, self.dtype))
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0) -> "Tensor":
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> "Tensor":
+        from .creation import no_generator
         from .random import normal_array
+        no_generator("normal_", generator)
         self._check_inplace()
         return self._fill_from_host(normal_array(tuple(self.shape), mean, std, self.dtype))
 
@@ -156,3 +219,12 @@ class InPlaceMethods:
         self._backend.setitem(self._array, (Ellipsis,), self._backend.from_numpy(values))
         self._bump_version()
         return self
+
+
+def _overwrite(old: "Tensor", new: Any) -> "Tensor":
+    """``new`` in ``old``'s shape, still linked to ``old`` in the graph with a zero gradient
+    (as PyTorch's copy_ and fill_ are: the old values were read by nothing)."""
+    from .creation import zeros
+    from .ops import functional as F
+    keep_old = zeros(tuple(old.shape), dtype=dtypes.bool_, device=old.device)  # all False
+    return F.where(keep_old, old, new)

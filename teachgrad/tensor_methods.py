@@ -39,7 +39,7 @@ _METHODS = {
     # linear algebra
     "matmul": F.matmul, "mm": F.mm, "bmm": F.bmm, "softmax": F.softmax, "log_softmax": F.log_softmax,
     # shapes
-    "reshape": F.reshape, "view": F.reshape, "flatten": F.flatten, "unsqueeze": F.unsqueeze,
+    "reshape": F.reshape, "view": F.view, "flatten": F.flatten, "unsqueeze": F.unsqueeze,
     "squeeze": F.squeeze, "permute": F.permute, "transpose": F.transpose, "t": F.t,
     "expand": F.expand, "contiguous": F.contiguous, "clone": F.clone,
 }
@@ -48,16 +48,32 @@ for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 
 
+def _eq(self: Tensor, other: Any) -> Any:
+    return False if other is None else F.eq(self, other)  # `t == None` is False, as in PyTorch
+
+
+def _ne(self: Tensor, other: Any) -> Any:
+    return True if other is None else F.ne(self, other)
+
+
+Tensor.__eq__ = _eq
+Tensor.__ne__ = _ne
+
+
 def _expand_as(self: Tensor, other: Tensor) -> Tensor:
     return F.expand(self, tuple(other.shape))
 
 
 def _view_as(self: Tensor, other: Tensor) -> Tensor:
+    return F.view(self, tuple(other.shape))
+
+
+def _reshape_as(self: Tensor, other: Tensor) -> Tensor:
     return F.reshape(self, tuple(other.shape))
 
 
 Tensor.expand_as = _expand_as
 Tensor.view_as = _view_as
-Tensor.reshape_as = _view_as
+Tensor.reshape_as = _reshape_as
 Tensor.T = property(lambda self: F.permute(self, tuple(reversed(range(self.ndim)))))
 Tensor.mT = property(lambda self: F.transpose(self, -2, -1))

@@ -89,7 +89,7 @@ def test_random_creation_is_seeded_and_in_range():
 
 
 def test_bad_sizes():
-    with pytest.raises(RuntimeError, match=r"sizes must be non-negative integers, got \[-1\]"):
+    with pytest.raises(RuntimeError, match=r"Trying to create tensor with negative dimension: \[-1\]"):
         tg.zeros(-1)
 
 

@@ -104,8 +104,13 @@ def _check_roots(tensors: Sequence["Tensor"], grads: Sequence[Any]) -> list:
                 f"gradient has shape {list(g.shape)} but the tensor has shape {list(t.shape)}: "
                 "they must match"
             )
+        elif g.device != t.device:
+            raise RuntimeError(f"invalid gradient: expected device {t.device} but got {g.device}. "
+                               f"Fix: gradient.to('{t.device}')")
         else:
             g = g.detach()  # the caller's tensor, used outside any graph
+            if g.dtype is not t.dtype:
+                g = g.to(t.dtype)  # PyTorch converts a root gradient to the root's dtype
         checked.append((t, g))
     return checked
 
@@ -148,6 +153,8 @@ def backward_steps(
         grad_tensors = [grad_tensors]
     elif grad_tensors is None:
         grad_tensors = [None] * len(tensors)
+    elif isinstance(grad_tensors, function.Tensor):  # one gradient for a list of one root
+        grad_tensors = [grad_tensors]
     roots = []
     for t, g in _check_roots(tensors, grad_tensors):
         node = t.grad_fn if t.grad_fn is not None else t._accumulator()
@@ -250,6 +257,9 @@ def _run_pre_hooks(node: Any, grads: list) -> list:
             if grads[nr] is None:
                 continue
             new = hook(grads[nr])
+            if new is not None and not isinstance(new, function.Tensor):
+                raise TypeError(f"a gradient hook returned a {type(new).__name__}: a hook must "
+                                "return a tensor (the new gradient) or None")
             if new is not None:
                 grads[nr] = new.detach()
     return grads

@@ -132,6 +132,11 @@ def gradcheck(
                         "The backward of one of the operations does not match the slope of its "
                         "forward at this point."
                     )
+                    low = [j for j in wanted if inputs[j].dtype.name != "float64"]
+                    if low:
+                        message += (f"\nBut input(s) {low} are not float64: in lower precision "
+                                    "central differences are too imprecise to judge. Fix: pass "
+                                    "the inputs as float64 (tg.tensor(..., dtype=tg.float64)).")
                     if raise_exception:
                         raise GradcheckError(message)
                     return False

@@ -26,6 +26,7 @@ from ..kernels.strided import (
 )
 from ..kernels.transfer import download, upload
 from .base import COMPARISONS, Backend, Scalar
+from .view_strides import view_strides
 
 #: The matmul kernel the backend uses: "naive", "tiled" or "register".
 MATMUL_KERNEL = "register"
@@ -113,7 +114,7 @@ class CudaBackend(Backend):
         return StridedArray(result, out_shape, contiguous_strides(out_shape), 0)
 
     def arg_reduce(self, op: str, x: StridedArray, axis, keepdims: bool) -> StridedArray:
-        if x.size == 0:
+        if x.size == 0 and (axis is None or x.shape[axis] == 0):
             raise ValueError(f"attempt to get {op} of an empty sequence (shape {x.shape})")
         if axis is None:
             out_shape = (1,) * x.ndim if keepdims else ()
@@ -171,6 +172,9 @@ class CudaBackend(Backend):
             shape = tuple(x.size // known if s == -1 else s for s in shape)
         if _prod(shape) != x.size:
             raise ValueError(f"cannot reshape array of size {x.size} (shape {x.shape}) into shape {shape}")
+        strides = view_strides(x.shape, x.strides, shape)
+        if strides is not None:  # the layout allows a view: no copy (writes must reach x)
+            return x.view(shape, strides, x.offset)
         source = self.contiguous(x)
         return source.view(shape, contiguous_strides(shape), source.offset)
 

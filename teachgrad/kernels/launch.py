@@ -70,7 +70,13 @@ def is_device_array(x: object) -> bool:
 
 
 def _given(dims: Dims) -> tuple[int, ...]:
-    return (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    if isinstance(dims, (int, np.integer)):
+        return (dims,)
+    if not isinstance(dims, (tuple, list)):
+        raise TypeError(f"grid and block must be an int or a tuple of 1 to 3 ints, got {dims!r} "
+                        f"({type(dims).__name__}). Fix: e.g. launch(kernel, blocks, 256, ...) "
+                        "with blocks = (n + 255) // 256")
+    return tuple(dims)
 
 
 def _as_dims(dims: Dims, what: str) -> tuple[int, int, int]:
@@ -120,6 +126,12 @@ def check_launch(kernel, grid: Dims, block: Dims, args: tuple, shared_bytes: int
             f"{limits.max_shared_bytes_per_block} bytes (48 KiB). Use smaller tiles."
         )
     for position, arg in enumerate(args):
+        if isinstance(arg, list) or hasattr(arg, "requires_grad"):  # (a teachgrad Tensor)
+            raise TypeError(
+                f"{name}: argument {position} is a {type(arg).__name__}, but kernels take device "
+                "arrays (and numbers). Fix: copy the values to the device first, e.g. "
+                "teachgrad.kernels.transfer.to_device(np.asarray(values))"
+            )
         if isinstance(arg, np.ndarray) and arg.ndim > 0:
             raise TypeError(
                 f"{name}: argument {position} is a numpy array (host memory) of shape "

@@ -103,9 +103,17 @@ def _check_power_of_two(threads: int) -> None:
                          f"power of two (e.g. 32 or 256), got {threads}")
 
 
+def _check_rows_not_empty(op: str, n: int) -> None:
+    if n == 0 and op != "sum":
+        raise ValueError(f"{op} of an empty row has no value (rows of n = 0 elements): only sum "
+                         "has one (0). Fix: give rows of at least one element")
+
+
 def _grid(rows: int, n: int, threads: int) -> tuple[int, int]:
     cap = MAX_BLOCKS_PER_ROW or 4 * device_limits().multiprocessors
     blocks_per_row = max(1, min(cap, (n + threads - 1) // threads))
+    # each pass must leave fewer values per row than it found, or it would never end
+    blocks_per_row = min(blocks_per_row, max(1, n // 2))
     return blocks_per_row, min(rows, MAX_ROW_BLOCKS or device_limits().max_grid_dims[1])
 
 
@@ -114,6 +122,7 @@ def reduce_rows(op: str, x, threads: int | None = None):
     threads = threads or THREADS_PER_BLOCK
     _check_power_of_two(threads)
     rows, n = x.shape
+    _check_rows_not_empty(op, n)
     dtype = np.dtype(x.dtype)
     while True:
         blocks_per_row, row_blocks = _grid(rows, n, threads)
@@ -188,6 +197,7 @@ def arg_reduce_rows(op: str, x, threads: int | None = None):
     threads = threads or THREADS_PER_BLOCK
     _check_power_of_two(threads)
     rows, n = x.shape
+    _check_rows_not_empty(op, n)
     out = cuda.device_array(rows, dtype=np.int64)
     grid = min(rows, MAX_ROW_BLOCKS or device_limits().max_grid_dims[0])
     launch(arg_reduce_kernel(op, np.dtype(x.dtype), threads), grid, threads, x, out, rows, n)

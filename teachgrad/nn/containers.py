@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Iterator, overload
+from typing import Any, Iterable, Iterator, overload
 
 from .module import Module
 
@@ -55,6 +55,11 @@ class Sequential(Module):
         doomed = names[index] if isinstance(index, slice) else [names[self._index(index)]]
         for name in doomed:
             del self._modules[name]
+        # renumber "0", "1", ... as PyTorch does, so a later append gets a fresh name
+        kept = list(self._modules.values())
+        self._modules.clear()
+        for i, module in enumerate(kept):
+            self._modules[str(i)] = module
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -66,3 +71,31 @@ class Sequential(Module):
         """Add ``module`` at the end."""
         self.add_module(str(len(self)), module)
         return self
+
+    def extend(self, modules: Iterable[Module]) -> "Sequential":
+        """Add each of ``modules`` at the end, in order."""
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Module) -> "Sequential":
+        """Put ``module`` at position ``index``; the ones after it move up by one."""
+        if not isinstance(module, Module):
+            raise TypeError(f"module should be of type Module, got {type(module).__name__}")
+        n = len(self)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index} (the Sequential has {n} modules)")
+        if index < 0:
+            index += n  # as PyTorch counts: insert(-1, m) puts m before the last module
+        kept = list(self._modules.values())
+        kept.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(kept):
+            self._modules[str(i)] = m
+        return self
+
+    def pop(self, index: int | slice) -> "Module | Sequential":
+        """Remove the module at ``index`` and return it."""
+        popped = self[index]
+        del self[index]
+        return popped

@@ -60,6 +60,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"features in its last dimension, but the weight of shape {tuple(weight.shape)} expects "
             f"{in_features}. Fix: make the layer's in_features match the input's last dimension."
         )
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(
+            f"mat1 and mat2 must have the same dtype, but got {input.dtype} and {weight.dtype}: "
+            f"the input is {input.dtype}, the layer's weight {weight.dtype}. Fix: convert one, "
+            f"e.g. input.to({weight.dtype}) or model.to({input.dtype})"
+        )
     if input.dtype == weight.dtype and (bias is None or (
             bias.dtype == weight.dtype and tuple(bias.shape) == (weight.shape[0],))):
         return LinearFunction.apply(input, weight, bias)
@@ -83,9 +89,45 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 
 def _result(input: Tensor, result: Tensor, inplace: bool) -> Tensor:
-    """``result``, or with ``inplace=True`` written over ``input`` (which is returned)."""
-    # copy_ refuses (with an explanation) when input is part of a graph being recorded.
-    return input.copy_(result) if inplace else result
+    """``result``, or with ``inplace=True`` written over ``input`` (which is returned).
+
+    teachgrad cannot record an in-place change inside the graph. So when ``input``
+    was made by a recorded operation (``nn.ReLU(inplace=True)`` in training), the
+    result comes back as a new tensor instead: the value and the gradients are
+    PyTorch's, only ``input`` itself keeps its old values. Use the returned tensor.
+    """
+    if not inplace:
+        return result
+    if tg.is_grad_enabled() and input.requires_grad and not input.is_leaf:
+        return result
+    if tg.is_grad_enabled() and input.requires_grad:
+        raise RuntimeError(
+            "inplace=True would overwrite a leaf tensor that requires grad (a parameter or an "
+            "input made with requires_grad=True), which autograd forbids. Fix: pass "
+            "inplace=False (the default), or call it under tg.no_grad()."
+        )
+    return input.copy_(result)
+
+
+def _target_range(target: Tensor, ignore_index: int) -> tuple[int, int]:
+    """The smallest and largest target that is not ``ignore_index`` (0, 0 if none)."""
+    if ignore_index < 0 and _extreme(target, "min") >= 0:
+        return 0, _extreme(target, "max")  # the usual case: no target can be ignored
+    counted = target[target != ignore_index]
+    if counted.numel() == 0:
+        return 0, 0
+    return _extreme(counted, "min"), _extreme(counted, "max")
+
+
+def _extreme(t: Tensor, op: str) -> int:
+    backend = t._backend  # a reduction outside any graph: on the backend directly
+    return int(backend.to_numpy(backend.reduce(op, t._array, None, False)))
+
+
+def _describe(t: object) -> str:
+    if isinstance(t, Tensor):
+        return f"{t.dtype} tensor of shape {tuple(t.shape)} on {t.device}"
+    return type(t).__name__
 
 
 def _check_probability(p: float) -> None:
@@ -136,19 +178,24 @@ def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     return _reduce((input - target).abs(), reduction)
 
 
-def nll_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """Negative log-likelihood: ``-input[n, target[n]]``, then reduced.
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             ignore_index: int = -100, reduction: str = "mean", **options) -> Tensor:
+    """Negative log-likelihood: ``-weight[c] * input[n, c]`` with ``c = target[n]``, then reduced.
 
     ``input`` holds log-probabilities of shape ``(N, C)`` (or ``(N, C, d1, ...)``
     with the classes in dimension 1, or ``(C,)`` for one sample); ``target``
     holds class indices (int64) of shape ``(N,)`` (or ``(N, d1, ...)``, or ``()``).
+    Targets equal to ``ignore_index`` count for nothing; ``"mean"`` divides by the
+    total weight of the targets that count (PyTorch's definition).
     """
-    _check_reduction(reduction)
-    _check_class_targets("nll_loss", input, target)
-    return _pick_true_class(input, target, reduction)
+    _check_loss_options("nll_loss", reduction, options)
+    _check_class_targets("nll_loss", input, target, weight, ignore_index)
+    return _pick_true_class(input, target, reduction, weight, ignore_index)
 
 
-def _pick_true_class(input: Tensor, target: Tensor, reduction: str) -> Tensor:
+def _pick_true_class(input: Tensor, target: Tensor, reduction: str,
+                     weight: Tensor | None = None, ignore_index: int = -100,
+                     label_smoothing: float = 0.0) -> Tensor:
     """``-input[n, target[n]]`` for checked arguments (the body of ``nll_loss``)."""
     # Bring every case to a table with one row per prediction and one column per class.
     if input.ndim == 1:  # one sample: (C,)
@@ -159,27 +206,79 @@ def _pick_true_class(input: Tensor, target: Tensor, reduction: str) -> Tensor:
         class_last = (0, *range(2, input.ndim), 1)
         rows = input.permute(*class_last).reshape(-1, input.shape[1])
         flat_target = target.reshape(-1)
-    # Pick, in each row, the log-probability of the true class (and reduce).
-    losses = NLLLoss.apply(rows, flat_target, reduction)
+    plain = weight is None and label_smoothing == 0 and not _may_ignore(flat_target, ignore_index)
+    if plain:  # one fused node (ops/loss.py)
+        losses = NLLLoss.apply(rows, flat_target, reduction)
+    else:
+        losses = _weighted_nll(rows, flat_target, weight, ignore_index, reduction, label_smoothing)
     if input.ndim != 2 and reduction == "none":
         losses = losses.reshape(*target.shape)
     return losses
 
 
-def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def _may_ignore(target: Tensor, ignore_index: int) -> bool:
+    """Whether some target equals ``ignore_index`` (one reduction when it is negative)."""
+    if target.numel() == 0:
+        return False
+    if ignore_index < 0:
+        return _extreme(target, "min") < 0
+    return bool((target == ignore_index).any())
+
+
+def _weighted_nll(rows: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
+                  reduction: str, label_smoothing: float) -> Tensor:
+    """The general case, in plain tensor operations: class weights, ignored targets, smoothing."""
+    counts = (target != ignore_index).to(rows.dtype)  # 0 for the ignored rows
+    safe = tg.where(target != ignore_index, target, 0)  # any valid class for the ignored rows
+    w = counts if weight is None else weight[safe] * counts
+    picked = rows[tg.arange(rows.shape[0], device=rows.device), safe]
+    losses = -picked * w
+    total = w.sum()
+    if label_smoothing:
+        # the smoothed target puts label_smoothing / C on every class
+        per_class = rows if weight is None else rows * weight
+        smooth = -per_class.sum(1) * counts
+        losses = (1 - label_smoothing) * losses + (label_smoothing / rows.shape[1]) * smooth
+    if reduction != "mean":
+        return losses if reduction == "none" else losses.sum()
+    # every target ignored: the mean is 0/0 = nan, as in PyTorch, but its gradient is 0
+    empty = total == 0
+    return losses.sum() / tg.where(empty, 1.0, total) + tg.where(empty, float("nan"), 0.0)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0, **options) -> Tensor:
     """Softmax cross-entropy from raw scores (logits) and integer class targets.
 
     It is ``nll_loss(log_softmax(input, dim=1), target)``: going through
     ``log_softmax`` rather than ``log(softmax(x))`` keeps it finite even when
-    one logit is much larger than the others.
+    one logit is much larger than the others. ``weight``, ``ignore_index`` and
+    ``label_smoothing`` mean what they mean in PyTorch.
     """
-    _check_reduction(reduction)
-    _check_class_targets("cross_entropy", input, target)
+    _check_loss_options("cross_entropy", reduction, options)
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) \
+            or not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be a number in [0, 1], "
+                         f"got {label_smoothing!r}")
+    _check_class_targets("cross_entropy", input, target, weight, ignore_index)
     class_dim = 0 if input.ndim == 1 else 1
-    return _pick_true_class(input.log_softmax(class_dim), target, reduction)
+    return _pick_true_class(input.log_softmax(class_dim), target, reduction, weight,
+                            ignore_index, float(label_smoothing))
 
 
-def _check_class_targets(name: str, input: Tensor, target: Tensor) -> None:
+def _check_loss_options(name: str, reduction: str, options: dict) -> None:
+    """``reduction`` is known, and PyTorch's long-deprecated options are refused by name."""
+    for key in options:
+        if key in ("size_average", "reduce"):
+            raise TypeError(f"teachgrad does not support {name}({key}=...), deprecated in "
+                            "PyTorch. Fix: use reduction='mean', 'sum' or 'none'")
+        raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+    _check_reduction(reduction)
+
+
+def _check_class_targets(name: str, input: Tensor, target: Tensor,
+                         weight: Tensor | None = None, ignore_index: int = -100) -> None:
     """Reject targets that are not class indices of the right shape and range."""
     if not input.dtype.is_floating_point:
         raise TypeError(
@@ -187,7 +286,7 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor) -> None:
             "Fix: convert it with input.float()."
         )
     if target.dtype != tg.int64:
-        raise TypeError(
+        raise RuntimeError(
             f"{name}: target must hold integer class indices (int64), got {target.dtype}. "
             "teachgrad supports class-index targets only, not probabilities. "
             "Fix: convert it with target.long()."
@@ -201,16 +300,22 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor) -> None:
         expected = (input.shape[0], *input.shape[2:])
         num_classes = input.shape[1]
     if tuple(target.shape) != expected:
-        raise ValueError(
+        raise RuntimeError(
             f"{name}: for input of shape {tuple(input.shape)} (classes in dimension "
             f"{0 if input.ndim == 1 else 1}) target must have shape {expected}, got "
             f"{tuple(target.shape)}. Fix: pass one class index per sample, e.g. target.view(-1)."
         )
+    if weight is not None and (not isinstance(weight, Tensor) or tuple(weight.shape) != (num_classes,)
+                               or weight.dtype is not input.dtype or weight.device != input.device):
+        raise RuntimeError(
+            f"{name}: weight must be a {input.dtype} tensor of shape ({num_classes},) on "
+            f"{input.device}, one weight per class; got {_describe(weight)}"
+        )
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
+        raise TypeError(f"{name}: ignore_index must be an int, got {ignore_index!r}")
     if target.numel() == 0:
         return
-    backend = target._backend  # two reductions, no graph: on the backend directly
-    low, high = (int(backend.to_numpy(backend.reduce(op, target._array, None, False)))
-                 for op in ("min", "max"))
+    low, high = _target_range(target, ignore_index)
     if low < 0 or high >= num_classes:
         bad = low if low < 0 else high
         raise IndexError(

@@ -38,16 +38,30 @@ class L1Loss(_Loss):
 class NLLLoss(_Loss):
     """Negative log-likelihood of log-probabilities (pair it with ``LogSoftmax``)."""
 
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)  # moves with .to(), saved in state_dict
+        self.ignore_index = ignore_index
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.nll_loss(input, target, reduction=self.reduction)
+        return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
 
 
 class CrossEntropyLoss(_Loss):
     """Cross-entropy from raw scores (logits) of shape ``(N, C)`` and class indices ``(N,)``.
 
     Do not put a softmax before it: it applies ``log_softmax`` itself, in a
-    numerically stable way.
+    numerically stable way. ``weight``, ``ignore_index`` and ``label_smoothing``
+    are PyTorch's.
     """
 
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
+                 reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)  # moves with .to(), saved in state_dict
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.cross_entropy(input, target, reduction=self.reduction)
+        return F.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction,
+                               self.label_smoothing)

@@ -29,6 +29,8 @@ class Parameter(Tensor):
             )
         # Share data's storage; start as a fresh leaf outside any graph.
         self._init(data._array, data._backend, data.device)
+        # ...and its version counter: an in-place change of data after use is noticed
+        self._version_counter = data._version_counter
         self.requires_grad_(requires_grad)
 
     def __repr__(self) -> str:

@@ -27,6 +27,24 @@ def as_tensor_like(x: Any, like: Tensor) -> Tensor:
     return tensor(x, device=like.device)
 
 
+def scaled(a: Any, b: Any, alpha: Any) -> Any:
+    """``alpha * b`` for ``add(a, b, alpha=)``/``sub``: lists become tensors first
+    (``[1.0] * 3`` would repeat the list)."""
+    if alpha == 1:
+        return b
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise TypeError(f"alpha must be a number, not {type(alpha).__name__}")
+    like = a if isinstance(a, Tensor) else b
+    if not isinstance(b, (Tensor, int, float)):
+        b = as_tensor_like(b, like)
+    kinds = [x.dtype for x in (a, b) if isinstance(x, Tensor)]
+    if isinstance(alpha, float) and not any(d.is_floating_point for d in kinds) \
+            and not isinstance(a, float) and not isinstance(b, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number. Fix: convert the tensor with .float() first")
+    return b * alpha
+
+
 def broadcast_shapes(a: tuple, b: tuple, op: str) -> tuple:
     """The shape of ``a op b`` under broadcasting, or a PyTorch-style error naming both."""
     if a == b:
@@ -57,8 +75,10 @@ def prepare_binary(a: Any, b: Any, op: str, *, float_result: bool = False) -> tu
     if ta and tb:
         if a.dtype is b.dtype:
             dt = a.dtype
-        else:
+        elif (a.ndim == 0) == (b.ndim == 0):
             dt = dtypes.promote_types(a.dtype, b.dtype)
+        else:  # a 0-d tensor does not widen a dimensioned one of the same kind
+            dt = dtypes.result_type(a, b)
         if a._array.shape != b._array.shape:
             broadcast_shapes(tuple(a._array.shape), tuple(b._array.shape), op)
     else:
@@ -70,7 +90,7 @@ def prepare_binary(a: Any, b: Any, op: str, *, float_result: bool = False) -> tu
                     prepare_binary(s, t, op, float_result=float_result)
             raise TypeError(f"unsupported operand type for {op}: tensor and {type(s).__name__}")
         dt = dtypes.scalar_result_type(t.dtype, s)
-        s = float(s) if dt.is_floating_point else int(s)
+        s = float(s) if dt.is_floating_point else bool(s) if dt is dtypes.bool_ else int(s)
         a, b = (t, s) if ta else (s, t)
     if float_result and not dt.is_floating_point:
         dt = dtypes.get_default_dtype()
@@ -85,7 +105,7 @@ def normalize_dim(dim: int, ndim: int) -> int:
     """A dimension index in ``[0, ndim)``; negative counts from the end."""
     lo, hi = -max(ndim, 1), max(ndim, 1) - 1
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-        raise TypeError(f"dim must be an int, not {type(dim).__name__}")
+        raise TypeError(f"dim must be an int, not {type(dim).__name__} {dim!r}. Fix: e.g. dim=1")
     if not lo <= dim <= hi:
         raise IndexError(
             f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})"
@@ -100,7 +120,13 @@ def normalize_dims(dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...
     """
     if dim is None:
         return None
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if isinstance(dim, (int, np.integer)):
+        dims = (dim,)
+    elif isinstance(dim, (tuple, list)):
+        dims = tuple(dim)
+    else:
+        raise TypeError(f"dim must be an int or a tuple of ints, not {type(dim).__name__} {dim!r}. "
+                        "Fix: e.g. sum(dim=1) or sum(dim=(0, 1))")
     if not dims:
         return None
     axes = tuple(sorted(normalize_dim(d, ndim) for d in dims))

@@ -65,7 +65,8 @@ class Div(Function):
     def backward(ctx: Context, grad: Tensor):
         a, b = ctx.saved_tensors
         da = grad / b if ctx.needs_input_grad[0] else None
-        db = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
+        # (a/b)/b, not a/(b·b): b·b overflows (or underflows to 0) long before a/b/b does
+        db = -grad * ((a / b) / b) if ctx.needs_input_grad[1] else None
         return da, db
 
 
@@ -83,12 +84,23 @@ class Pow(Function):
     def backward(ctx: Context, grad: Tensor):
         a, b = ctx.saved_tensors
         da = db = None
+        zero = grad * 0
         if ctx.needs_input_grad[0]:
             # a**0 is constant: its slope is 0 even at a = 0, where b * a**(b-1) is 0 * inf
-            da = grad * 0 if isinstance(b, (int, float)) and b == 0 else grad * b * a ** (b - 1)
+            if isinstance(b, Tensor):
+                da = Where.apply(b == 0, zero, grad * b * a ** (b - 1))
+            else:
+                da = zero if b == 0 else grad * b * a ** (b - 1)
         if ctx.needs_input_grad[1]:
             out = Tensor._make(ctx.out, ctx.backend, grad.device)
-            db = grad * out * (a.log() if isinstance(a, Tensor) else math.log(a))
+            if isinstance(a, Tensor):
+                # at a = 0 with b >= 0, aᵇ·ln a is 0·(−inf): PyTorch takes the limit, 0
+                flat = ((a == 0).long() * (b >= 0).long()) > 0
+                db = Where.apply(flat, zero, grad * out * a.log())
+            elif a == 0:
+                db = Where.apply(b >= 0, zero, grad * out * -math.inf)
+            else:  # ln of a negative number is not real: nan, as in PyTorch
+                db = grad * out * (math.log(a) if a > 0 else math.nan)
         return da, db
 
 
@@ -281,27 +293,42 @@ def _winner_share(winner, loser, grad: Tensor) -> Tensor:
 
 
 class Clamp(Function):
-    rule = "∂clamp(a, lo, hi)/∂a = 1 where lo ≤ a ≤ hi, else 0"
+    rule = ("∂clamp(a, lo, hi)/∂a = 1 where lo ≤ a ≤ hi, else 0;  "
+            "∂/∂lo = 1 where a < lo (and lo < hi);  ∂/∂hi = 1 where a > hi (or hi < lo)")
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, lo, hi):
-        ctx.save_for_backward(a)
-        ctx.lo, ctx.hi = lo, hi
+        ctx.save_for_backward(a, lo, hi)
         out = a._array
         if lo is not None:
-            out = ctx.backend.binary("maximum", out, lo)
+            out = ctx.backend.binary("maximum", out, value(lo))
         if hi is not None:
-            out = ctx.backend.binary("minimum", out, hi)
+            out = ctx.backend.binary("minimum", out, value(hi))
         return out
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
-        (a,) = ctx.saved_tensors
-        if ctx.lo is not None:
-            grad = grad * (a >= ctx.lo).to(grad.dtype)
-        if ctx.hi is not None:
-            grad = grad * (a <= ctx.hi).to(grad.dtype)
-        return grad, None, None
+        a, lo, hi = ctx.saved_tensors
+        zero = grad * 0
+        inside = None  # where a passes through unchanged (PyTorch's masks)
+        if lo is not None:
+            inside = a >= lo
+        if hi is not None:
+            below_hi = a <= hi
+            inside = below_hi if inside is None else (inside.long() * below_hi.long()) > 0
+        da = Where.apply(inside, grad, zero)
+        d_lo = d_hi = None
+        if ctx.needs_input_grad[1]:
+            low = a < lo
+            if hi is not None:
+                low = (low.long() * (lo < hi).long()) > 0
+            d_lo = Where.apply(low, grad, zero)
+        if ctx.needs_input_grad[2]:
+            high = a > hi
+            if lo is not None:
+                high = (high.long() + (hi < lo).long()) > 0
+            d_hi = Where.apply(high, grad, zero)
+        return da, d_lo, d_hi
 
 
 class Where(Function):

@@ -5,26 +5,31 @@ Tensor methods (``x.exp()``, ``x @ y``) are these same functions.
 """
 from __future__ import annotations
 
-import builtins  # this module defines sum/max/all/...: Python's own are builtins.*
 from collections import namedtuple
-from typing import Any, Sequence
+from typing import Any
 
 from .. import dtypes
 from ..device import common_device
 from ..tensor import Tensor
-from . import activation, elementwise as ew, indexing, linalg, reduce as red, shape as sh
-from .dispatch import broadcast_shapes, normalize_dim, normalize_dims, prepare_binary, require_float
+from . import activation, elementwise as ew, indexing, linalg, reduce as red
+from .dispatch import (
+    broadcast_shapes, normalize_dim, normalize_dims, prepare_binary, require_float, scaled,
+)
+from .functional_shapes import (  # noqa: F401 (the shape operations are public here too)
+    cat, clone, contiguous, expand, flatten, permute, reshape, squeeze, stack, t, transpose,
+    unsqueeze, view,
+)
 
 # -- arithmetic ------------------------------------------------------------------
 
 
 def add(a: Any, b: Any, alpha: float = 1) -> Tensor:
-    a, b = prepare_binary(a, b if alpha == 1 else b * alpha, "add")
+    a, b = prepare_binary(a, scaled(a, b, alpha), "add")
     return ew.Add.apply(a, b)
 
 
 def sub(a: Any, b: Any, alpha: float = 1) -> Tensor:
-    a, b = prepare_binary(a, b if alpha == 1 else b * alpha, "sub")
+    a, b = prepare_binary(a, scaled(a, b, alpha), "sub")
     return ew.Sub.apply(a, b)
 
 
@@ -37,10 +42,19 @@ def div(a: Any, b: Any) -> Tensor:
 
 
 def pow(a: Any, b: Any) -> Tensor:  # noqa: A001 (PyTorch's name)
-    return ew.Pow.apply(*prepare_binary(a, b, "pow"))
+    a, b = prepare_binary(a, b, "pow")
+    if not (a.dtype if isinstance(a, Tensor) else b.dtype).is_floating_point:
+        negative = b < 0 if not isinstance(b, Tensor) else bool((b < 0).any())
+        if negative:
+            raise RuntimeError("Integers to negative integer powers are not allowed. "
+                               "Fix: make the base float, e.g. x.float() ** -1")
+    return ew.Pow.apply(a, b)
 
 
 def neg(a: Tensor) -> Tensor:
+    if a.dtype is dtypes.bool_:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                           "Fix: to invert a mask, use mask == False (or 1 - mask.long())")
     return ew.Neg.apply(a)
 
 
@@ -92,10 +106,35 @@ def minimum(a: Tensor, b: Any) -> Tensor:
     return ew.Minimum.apply(*prepare_binary(a, b, "minimum"))
 
 
-def clamp(a: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002
+def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """Limit ``a`` to ``[min, max]``; the bounds may be numbers or tensors (broadcasting).
+
+    As in PyTorch, a float bound lifts an integer tensor to float
+    (``tensor([1, 2]).clamp(min=1.5)`` is ``[1.5, 2.]``), and where ``min > max``
+    every element becomes ``max``.
+    """
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
-    return ew.Clamp.apply(a, min, max)
+    bounds = [b for b in (min, max) if b is not None]
+    for b in bounds:
+        if not isinstance(b, (Tensor, int, float)):
+            raise TypeError(f"clamp: min and max must be numbers or tensors, not "
+                            f"{type(b).__name__} {b!r}. Fix: e.g. x.clamp(min=0.0)")
+    tensors = [a] + [b for b in bounds if isinstance(b, Tensor)]
+    common_device(tensors, "clamp")
+    dt = dtypes.result_type(a, *bounds)
+    if dt is dtypes.bool_:
+        raise RuntimeError("clamp is not supported for bool tensors. Fix: convert with .long()")
+
+    def cast(b: Any) -> Any:
+        if isinstance(b, Tensor):
+            return b if b.dtype is dt else b.to(dt)
+        return b if b is None else (float(b) if dt.is_floating_point else int(b))
+
+    for b in bounds:
+        if isinstance(b, Tensor):
+            broadcast_shapes(tuple(a.shape), tuple(b.shape), "clamp")
+    return ew.Clamp.apply(cast(a), cast(min), cast(max))
 
 
 clip = clamp
@@ -104,8 +143,12 @@ clip = clamp
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     """``a`` where ``cond`` is true, else ``b`` (broadcasting all three)."""
     if not isinstance(cond, Tensor) or cond.dtype is not dtypes.bool_:
-        raise TypeError("where: the condition must be a bool tensor, e.g. x > 0")
-    a, b = prepare_binary(a, b, "where") if isinstance(a, Tensor) or isinstance(b, Tensor) else (a, b)
+        raise RuntimeError("where expected condition to be a boolean tensor. Fix: compare to "
+                           "make one, e.g. tg.where(x > 0, a, b)")
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # two numbers: PyTorch's dtype
+        from ..tensor import tensor
+        a = tensor(a, dtype=dtypes.result_type(a, b), device=cond.device)
+    a, b = prepare_binary(a, b, "where")
     shapes = [tuple(t.shape) for t in (a, b) if isinstance(t, Tensor)]
     for s in shapes:
         broadcast_shapes(tuple(cond.shape), s, "where")
@@ -114,6 +157,8 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
 
 def sign(a: Tensor) -> Tensor:
     """-1, 0 or 1 per element; its gradient is 0 everywhere, as in PyTorch."""
+    if a.dtype is dtypes.bool_:
+        return a.clone()  # the sign of True is True (1), of False is False (0)
     return ew.Sign.apply(a)
 
 
@@ -168,12 +213,31 @@ def mean(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return red.Mean.apply(a, normalize_dims(dim, a.ndim), keepdim)
 
 
+def _check_not_empty(name: str, a: Tensor, axes: tuple | None) -> None:
+    """max/min/argmax have no value over nothing: PyTorch's errors, before any work."""
+    if axes is None:
+        if a.numel() == 0:
+            kind = IndexError if name.startswith("arg") else RuntimeError
+            raise kind(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                       "Specify the reduction dim with the 'dim' argument.")
+        return
+    for axis in axes:
+        if a.shape[axis] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero size "
+                             f"(the tensor has shape {list(a.shape)}). Fix: reduce over a "
+                             "dimension with elements, or check for empty input first")
+
+
 def _extreme(op: str, a: Tensor, dim: Any, keepdim: bool) -> Any:
-    if a.numel() == 0:
-        raise RuntimeError(f"{op}(): cannot reduce an empty tensor (it has no {op}imum)")
     if dim is None:
+        _check_not_empty(op, a, None)
         return red.Amax.apply(a, None, False, op)
-    values, indices = red.MaxDim.apply(a, normalize_dim(dim, a.ndim), keepdim, op)
+    d = normalize_dim(dim, a.ndim)
+    _check_not_empty(op, a, (d,) if a.ndim else None)
+    if a.ndim == 0:  # a 0-d tensor is its own max along "dim 0"; its index is 0
+        values, indices = red.MaxDim.apply(reshape(a, 1), 0, False, op)
+        return _ReturnTypes[op](values, indices)
+    values, indices = red.MaxDim.apply(a, d, keepdim, op)
     return _ReturnTypes[op](values, indices)
 
 
@@ -191,15 +255,22 @@ def min(a: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
 
 
 def amax(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    return red.Amax.apply(a, normalize_dims(dim, a.ndim), keepdim, "max")
+    axes = normalize_dims(dim, a.ndim)
+    _check_not_empty("amax", a, axes if axes else None)
+    return red.Amax.apply(a, axes, keepdim, "max")
 
 
 def amin(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    return red.Amax.apply(a, normalize_dims(dim, a.ndim), keepdim, "min")
+    axes = normalize_dims(dim, a.ndim)
+    _check_not_empty("amin", a, axes if axes else None)
+    return red.Amax.apply(a, axes, keepdim, "min")
 
 
 def _arg(op: str, a: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     axis = None if dim is None else normalize_dim(dim, a.ndim)
+    _check_not_empty(op, a, None if axis is None or a.ndim == 0 else (axis,))
+    if a.dtype is dtypes.bool_:
+        a = a.long()  # (kernels compare numbers)
     out = a._backend.arg_reduce(op, a._array, axis, keepdim)
     return Tensor._make(out, a._backend, a.device)
 
@@ -218,9 +289,11 @@ def argmin(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("matmul needs two tensors")
-    if a.dtype is not b.dtype:  # promote (prepare_binary would check elementwise broadcasting)
-        dt = dtypes.promote_types(a.dtype, b.dtype)
-        a, b = a.to(dt), b.to(dt)
+    if a.dtype is not b.dtype:  # PyTorch refuses too: no silent conversion of a whole matrix
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}. "
+            f"Fix: convert one, e.g. b.to({a.dtype})"
+        )
     common_device([a, b], "matmul")
     linalg.check_matmul_shapes(a, b)
     return linalg.MatMul.apply(a, b)
@@ -239,159 +312,17 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
 
 
 def softmax(a: Tensor, dim: int) -> Tensor:
-    return activation.Softmax.apply(require_float(a), normalize_dim(dim, a.ndim))
+    d = normalize_dim(dim, a.ndim)
+    if a.ndim == 0:  # one element: a distribution over one outcome
+        return reshape(activation.Softmax.apply(require_float(reshape(a, 1)), 0), ())
+    return activation.Softmax.apply(require_float(a), d)
 
 
 def log_softmax(a: Tensor, dim: int) -> Tensor:
-    return activation.LogSoftmax.apply(require_float(a), normalize_dim(dim, a.ndim))
-
-
-# -- shapes ---------------------------------------------------------------------------
-
-
-def _shape_arg(shape: tuple) -> tuple:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
-
-
-def reshape(a: Tensor, *shape: Any) -> Tensor:
-    shape = _shape_arg(shape)
-    n = a.numel()
-    if shape.count(-1) > 1:
-        raise RuntimeError("only one dimension can be inferred (-1)")
-    known = 1
-    for s in shape:
-        if s != -1:
-            known *= s
-    if -1 in shape:
-        if known == 0 or n % known:
-            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
-        shape = tuple(n // known if s == -1 else s for s in shape)
-    elif known != n:
-        raise RuntimeError(
-            f"shape '{list(shape)}' is invalid for input of size {n}: the new shape must "
-            f"hold exactly {n} elements (current shape {list(a.shape)})"
-        )
-    if shape == tuple(a.shape):
-        return sh.Reshape.apply(a, shape) if a.requires_grad else a.detach()
-    return sh.Reshape.apply(a, shape)
-
-
-def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    d = normalize_dim(dim, a.ndim)
     if a.ndim == 0:
-        return reshape(a, 1)
-    s, e = normalize_dim(start_dim, a.ndim), normalize_dim(end_dim, a.ndim)
-    if s > e:
-        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    middle = 1
-    for n in a.shape[s:e + 1]:
-        middle *= n
-    return reshape(a, tuple(a.shape[:s]) + (middle,) + tuple(a.shape[e + 1:]))
-
-
-def unsqueeze(a: Tensor, dim: int) -> Tensor:
-    d = normalize_dim(dim, a.ndim + 1)
-    return reshape(a, tuple(a.shape[:d]) + (1,) + tuple(a.shape[d:]))
-
-
-def squeeze(a: Tensor, dim: Any = None) -> Tensor:
-    if dim is None:
-        return reshape(a, tuple(n for n in a.shape if n != 1))
-    dims = normalize_dims(dim, a.ndim) or ()
-    return reshape(a, tuple(n for i, n in enumerate(a.shape) if not (i in dims and n == 1)))
-
-
-def permute(a: Tensor, *dims: Any) -> Tensor:
-    dims = _shape_arg(dims)
-    axes = tuple(normalize_dim(d, a.ndim) for d in dims)
-    if sorted(axes) != list(range(a.ndim)):
-        raise RuntimeError(
-            f"permute(): dims {list(dims)} must be a reordering of all {a.ndim} dimensions"
-        )
-    return sh.Permute.apply(a, axes)
-
-
-def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
-    axes = list(range(a.ndim))
-    d0, d1 = normalize_dim(dim0, a.ndim), normalize_dim(dim1, a.ndim)
-    axes[d0], axes[d1] = axes[d1], axes[d0]
-    return sh.Permute.apply(a, tuple(axes))
-
-
-def t(a: Tensor) -> Tensor:
-    if a.ndim > 2:
-        raise RuntimeError(
-            f"t() expects a tensor with <= 2 dimensions, but it has {a.ndim}. "
-            "Fix: use transpose(dim0, dim1) or .mT"
-        )
-    return a if a.ndim < 2 else transpose(a, 0, 1)
-
-
-def expand(a: Tensor, *shape: Any) -> Tensor:
-    shape = _shape_arg(shape)
-    if len(shape) < a.ndim:
-        raise RuntimeError(
-            f"expand: the number of sizes provided ({len(shape)}) must be greater or equal "
-            f"to the number of dimensions in the tensor ({a.ndim})"
-        )
-    current = tuple(a.shape)
-    lead = len(shape) - len(current)
-    full = tuple(current[i - lead] if s == -1 else s for i, s in enumerate(shape))
-    for i, n in enumerate(current):
-        if n != 1 and n != full[lead + i]:
-            raise RuntimeError(
-                f"The expanded size of the tensor ({full[lead + i]}) must match the existing size "
-                f"({n}) at non-singleton dimension {lead + i}. Target sizes: {list(shape)}. "
-                f"Tensor sizes: {list(current)}"
-            )
-    if full == current:
-        return a
-    return sh.Expand.apply(a, full)
-
-
-def contiguous(a: Tensor) -> Tensor:
-    return sh.Contiguous.apply(a)
-
-
-def clone(a: Tensor) -> Tensor:
-    return sh.Clone.apply(a)
-
-
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError("cat(): expected a non-empty list of tensors")
-    common_device(tensors, "cat")
-    first = tensors[0]
-    d = normalize_dim(dim, first.ndim)
-    dt = first.dtype
-    for x in tensors[1:]:
-        dt = dtypes.promote_types(dt, x.dtype)
-    for i, x in enumerate(tensors):
-        same = x.ndim == first.ndim and builtins.all(
-            a == b for j, (a, b) in enumerate(zip(x.shape, first.shape)) if j != d)
-        if not same:
-            raise RuntimeError(
-                f"cat(): sizes of tensors must match except in dimension {d}: tensor 0 has "
-                f"shape {list(first.shape)} but tensor {i} has shape {list(x.shape)}"
-            )
-    tensors = [x.to(dt) for x in tensors]
-    return sh.Cat.apply(*tensors, dim=d)
-
-
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError("stack(): expected a non-empty list of tensors")
-    for i, x in enumerate(tensors):
-        if x.shape != tensors[0].shape:
-            raise RuntimeError(
-                f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} "
-                f"at entry 0 and {list(x.shape)} at entry {i}"
-            )
-    d = normalize_dim(dim, tensors[0].ndim + 1)
-    return cat([unsqueeze(x, d) for x in tensors], d)
+        return reshape(activation.LogSoftmax.apply(require_float(reshape(a, 1)), 0), ())
+    return activation.LogSoftmax.apply(require_float(a), d)
 
 
 def getitem(a: Tensor, index: Any) -> Tensor:

@@ -1,7 +1,16 @@
-"""Indexing: ``x[i]``, ``x[1:3, None]``, ``x[idx_tensor]`` and assignment into them."""
+"""Indexing: ``x[i]``, ``x[1:3, None]``, ``x[idx_tensor]``, ``x[mask]`` and assignment into them.
+
+Every index is checked here, on the host, before a backend sees it: a boolean
+mask becomes the integer positions of its ``True`` elements (``mask.nonzero()``,
+numpy's rule too), and integer index arrays are bounds-checked. Both read the
+index values, so on ``cuda`` they copy the (small) index array to the host --
+PyTorch synchronises for a mask as well, because the result's size depends on it.
+"""
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from .. import dtypes
 from ..autograd import grad_mode
@@ -10,59 +19,110 @@ from ..tensor import Tensor
 
 
 def normalize_index(t: Tensor, index: Any) -> tuple:
-    """Turn any index into a tuple of int/slice/None/Ellipsis/backend arrays, checked."""
+    """Turn any index into a tuple of int/slice/None/Ellipsis/int64 backend arrays, checked."""
     if not isinstance(index, tuple):
         index = (index,)
-    out = []
-    for item in index:
-        if isinstance(item, Tensor):
-            if item.device != t.device:
-                raise RuntimeError(
-                    f"indices are on {item.device} but the tensor is on {t.device}. "
-                    f"Fix: move the indices with .to('{t.device}')"
-                )
-            if item.dtype not in (dtypes.int64, dtypes.bool_):
-                raise IndexError(f"tensors used as indices must be long or bool, not {item.dtype}")
-            out.append(item._array)
-        elif isinstance(item, list):
-            out.append(_as_index_array(t, item))
-        elif isinstance(item, (int, slice)) or item is None or item is Ellipsis:
-            out.append(item)
-        elif hasattr(item, "__index__"):
-            out.append(int(item))
-        else:
-            raise IndexError(f"unsupported index {item!r}: use ints, slices, None, ... or integer tensors")
-    _check_bounds(t, out)
-    return tuple(out)
-
-
-def _as_index_array(t: Tensor, items: list) -> Any:
-    from ..tensor import tensor
-    return tensor(items, device=t.device)._array
-
-
-def _check_bounds(t: Tensor, index: list) -> None:
-    """Integer indices out of range get PyTorch's message instead of a backend error."""
-    def width(item: Any) -> int:  # how many dimensions an index item consumes
-        if item is None:
-            return 0
-        if hasattr(item, "dtype") and item.dtype == bool:
-            return item.ndim
-        return 1
-
-    used = sum(width(i) for i in index if i is not Ellipsis)
+    items = [_host_item(t, item) for item in index]
+    used = sum(_width(i) for i in items)
     if used > t.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {t.ndim}")
+        raise IndexError(f"too many indices for tensor of dimension {t.ndim} "
+                         f"(the index uses {used} dimensions)")
+    out: list = []
     dim = 0
-    for item in index:
+    for item in items:
         if item is Ellipsis:
             dim += t.ndim - used
-            continue
-        if isinstance(item, int):
+            out.append(item)
+        elif isinstance(item, np.ndarray) and item.dtype == np.bool_:
+            out.extend(_mask_positions(t, item, dim))
+            dim += item.ndim
+        elif isinstance(item, np.ndarray):
+            _check_in_range(item, t.shape[dim], dim)
+            out.append(_to_backend(t, item))
+            dim += 1
+        elif isinstance(item, int):
             size = t.shape[dim]
             if not -size <= item < size:
                 raise IndexError(f"index {item} is out of bounds for dimension {dim} with size {size}")
-        dim += width(item)
+            out.append(item)
+            dim += 1
+        else:  # slice or None
+            out.append(item)
+            dim += item is not None
+    return tuple(out)
+
+
+def _host_item(t: Tensor, item: Any) -> Any:
+    """One index item as int/slice/None/Ellipsis, or a host numpy array (int64 or bool)."""
+    if isinstance(item, bool) or isinstance(item, np.bool_):
+        return np.array(bool(item))  # x[True] adds a dimension, as a 0-d mask
+    if isinstance(item, (int, np.integer)):
+        return int(item)
+    if isinstance(item, slice) or item is None or item is Ellipsis:
+        return item
+    if isinstance(item, Tensor):
+        if item.device != t.device:
+            raise RuntimeError(
+                f"indices are on {item.device} but the tensor is on {t.device}. "
+                f"Fix: move the indices with .to('{t.device}')"
+            )
+        if item.dtype not in (dtypes.int64, dtypes.bool_):
+            raise IndexError(f"tensors used as indices must be long or bool, not {item.dtype}. "
+                             "Fix: convert them with .long()")
+        host = item._host()
+        return int(host) if host.ndim == 0 and host.dtype != np.bool_ else host  # t[tensor(1)] is t[1]
+    if isinstance(item, (list, np.ndarray)):
+        arr = np.asarray(item)
+        if arr.size == 0:
+            arr = arr.astype(np.int64)  # x[[]] selects nothing
+        if arr.dtype.kind not in "iub":
+            raise IndexError(f"index arrays must hold integers or bools, not {arr.dtype}. "
+                             "Fix: index with ints, e.g. x[[0, 2]]")
+        if arr.ndim == 0 and arr.dtype != np.bool_:
+            return int(arr)
+        return arr if arr.dtype == np.bool_ else arr.astype(np.int64)
+    if hasattr(item, "__index__"):
+        return int(item.__index__())
+    kind = IndexError if isinstance(item, float) else TypeError  # (PyTorch's classes)
+    raise kind(f"unsupported index {item!r}: use ints, slices, None, ..., "
+               "integer or bool tensors (or lists of ints)")
+
+
+def _width(item: Any) -> int:
+    """How many dimensions of the indexed tensor an index item consumes."""
+    if item is None or item is Ellipsis:
+        return 0
+    if isinstance(item, np.ndarray) and item.dtype == np.bool_:
+        return item.ndim
+    return 1
+
+
+def _mask_positions(t: Tensor, mask: np.ndarray, dim: int) -> list:
+    """A bool mask over dims ``dim..`` as integer index arrays of its True positions."""
+    if mask.ndim == 0:  # x[True] is x[None]
+        if not mask:
+            raise IndexError("teachgrad does not support indexing with False (it selects "
+                             "nothing). Fix: use x[None][:0] for an empty result.")
+        return [None]
+    covered = tuple(t.shape[dim:dim + mask.ndim])
+    for k, (m, n) in enumerate(zip(mask.shape, covered)):
+        if m != n:
+            raise IndexError(
+                f"The shape of the mask {list(mask.shape)} at index {k} does not match the "
+                f"shape of the indexed tensor {list(covered)} at index {dim + k}"
+            )
+    return [_to_backend(t, p.astype(np.int64)) for p in np.nonzero(mask)]
+
+
+def _check_in_range(positions: np.ndarray, size: int, dim: int) -> None:
+    bad = positions[(positions < -size) | (positions >= size)]
+    if bad.size:
+        raise IndexError(f"index {int(bad.flat[0])} is out of bounds for dimension {dim} "
+                         f"with size {size}")
+
+
+def _to_backend(t: Tensor, arr: np.ndarray) -> Any:
+    return t._backend.from_numpy(np.ascontiguousarray(arr, dtype=np.int64))
 
 
 class Index(Function):
@@ -84,15 +144,40 @@ def getitem(t: Tensor, index: Any) -> Tensor:
     return Index.apply(t, normalize_index(t, index))
 
 
+class IndexPut(Function):
+    rule = ("∂(a[i] = v)/∂a: the gradient, with zeros where a was overwritten;  "
+            "∂/∂v: the gradient read at i (summed where v was broadcast)")
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, value: Any, index: tuple):
+        ctx.index, ctx.dtype = index, a.dtype.numpy
+        ctx.backend.setitem(a._array, index, value._array if isinstance(value, Tensor) else value)
+        return a._array  # written in place: the result is a's own storage
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        backend, da, dv = ctx.backend, None, None
+        if ctx.needs_input_grad[0]:
+            kept = backend.astype(grad._array, ctx.dtype)  # a copy, then zero what was replaced
+            backend.setitem(kept, ctx.index, 0)
+            da = Tensor._make(kept, backend, grad.device)
+        if ctx.needs_input_grad[1]:
+            dv = Tensor._make(backend.getitem(grad._array, ctx.index), backend, grad.device)
+        return da, dv, None
+
+
 def setitem(t: Tensor, index: Any, value: Any) -> None:
-    """``t[index] = value`` in place; allowed where PyTorch's leaf rules allow it."""
+    """``t[index] = value`` in place; recorded for autograd where PyTorch's leaf rules allow it."""
+    t._check_writable()
     value_needs_grad = isinstance(value, Tensor) and value.requires_grad
-    if grad_mode.is_grad_enabled() and (t.requires_grad or value_needs_grad):
-        if t.requires_grad and t.is_leaf:
-            t._check_inplace()
+    record = grad_mode.is_grad_enabled() and (t.requires_grad or value_needs_grad)
+    if record and t.requires_grad and t.is_leaf:
+        t._check_inplace()  # the leaf rule's error
+    if record and t.grad_fn is not None and t.grad_fn.function.is_view:
         raise RuntimeError(
-            "assigning into a tensor that is part of the graph is not supported by teachgrad. "
-            "Fix: build the result out of place (tg.where, tg.cat), or do it under tg.no_grad()."
+            f"assigning into a view (made by {t.grad_fn.name()}) while autograd records is not "
+            "supported by teachgrad: the tensor it views would not see the change in its "
+            "gradient. Fix: assign into the original tensor, or .clone() the view first."
         )
     idx = normalize_index(t, index)
     if isinstance(value, Tensor):
@@ -101,13 +186,17 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
                 f"Expected all tensors to be on the same device, but found at least two devices, "
                 f"{t.device} and {value.device} (in setitem). Fix: move the value with .to('{t.device}')"
             )
-        value = value.detach().to(t.dtype)._array
+        value = value.to(t.dtype) if record else value.detach().to(t.dtype)
     elif not isinstance(value, (int, float, bool)):
         from ..tensor import tensor
-        value = tensor(value, dtype=t.dtype, device=t.device)._array
-    if not isinstance(value, (int, float, bool)):
-        _check_value_fits(t, idx, value)
-    t._backend.setitem(t._array, idx, value)
+        value = tensor(value, dtype=t.dtype, device=t.device)
+    if isinstance(value, Tensor):
+        _check_value_fits(t, idx, value._array)
+    if record:
+        out = IndexPut.apply(t, value, idx)
+        t.grad_fn, t._output_nr, t.requires_grad = out.grad_fn, out._output_nr, True
+    else:
+        t._backend.setitem(t._array, idx, value._array if isinstance(value, Tensor) else value)
     t._bump_version()
 
 

@@ -14,12 +14,14 @@ same update, with nothing added to g.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 import teachgrad as tg
 from teachgrad.tensor import Tensor
 
-from .optimizer import Group, Optimizer, ParamsT, State, check_non_negative
+from .optimizer import Group, Optimizer, ParamsT, State, check_non_negative, check_options
 
 
 class Adam(Optimizer):
@@ -31,7 +33,9 @@ class Adam(Optimizer):
     def __init__(
         self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
+        **options: Any,
     ) -> None:
+        check_options(type(self).__name__, options)
         check_non_negative("learning rate", lr)
         check_non_negative("epsilon value", eps)
         check_non_negative("weight_decay value", weight_decay)
@@ -88,5 +92,6 @@ class AdamW(Adam):
     def __init__(
         self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+        **options: Any,
     ) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, **options)

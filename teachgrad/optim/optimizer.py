@@ -71,6 +71,11 @@ class Optimizer:
                     "can't optimize a non-leaf Tensor (one made by an operation). "
                     "Fix: optimize the leaf it came from, or make a leaf with .detach().requires_grad_()"
                 )
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError(
+                "a parameter appears twice in the same parameter group, so step() would "
+                "update it twice. Fix: list each parameter once (e.g. list(dict.fromkeys(params)))"
+            )
         taken = {id(p) for group in self.param_groups for p in group["params"]}
         if any(id(p) in taken for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
@@ -94,12 +99,14 @@ class Optimizer:
         if closure is not None:
             with tg.enable_grad():
                 loss = closure()
+        updates = [(param, group) for group in self.param_groups
+                   for param in group["params"] if param.grad is not None]
+        for param, _ in updates:  # all or nothing: check every gradient before any update
+            _check_grad(param)
         # The update itself is not part of any model: never record it.
         with tg.no_grad():
-            for group in self.param_groups:
-                for param in group["params"]:
-                    if param.grad is not None:
-                        self.update_parameter(param, param.grad, self.state[param], group)
+            for param, group in updates:
+                self.update_parameter(param, param.grad, self.state[param], group)
         return loss
 
     def update_parameter(self, param: Tensor, grad: Tensor, state: State, group: Group) -> None:
@@ -163,6 +170,33 @@ class Optimizer:
             lines += [f"    {key}: {group[key]}" for key in sorted(group) if key != "params"]
         lines.append(")")
         return "\n".join(lines)
+
+
+def _check_grad(param: Tensor) -> None:
+    """A gradient must have its parameter's shape, dtype and device (``p.data`` may have moved)."""
+    grad = param.grad
+    if (grad.shape, grad.dtype, grad.device) != (param.shape, param.dtype, param.device):
+        raise RuntimeError(
+            f"a parameter of shape {list(param.shape)} ({param.dtype}, {param.device}) has a "
+            f"gradient of shape {list(grad.shape)} ({grad.dtype}, {grad.device}); nothing was "
+            "updated. Fix: zero_grad() and run backward again after changing the parameter"
+        )
+
+
+#: PyTorch options that choose how an update is computed, not what it is.
+_IMPLEMENTATION_OPTIONS = ("foreach", "fused", "capturable", "differentiable")
+
+
+def check_options(name: str, options: dict[str, Any]) -> None:
+    """Refuse PyTorch options teachgrad does not implement, naming them (falsy ones are fine)."""
+    for key, value in options.items():
+        if key not in _IMPLEMENTATION_OPTIONS:
+            raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+        if value:
+            raise TypeError(
+                f"teachgrad does not support {name}({key}={value!r}): it has one plain "
+                f"implementation of each update. Fix: leave out {key}="
+            )
 
 
 def _reject_set(params: Any) -> None:

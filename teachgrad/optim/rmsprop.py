@@ -16,11 +16,13 @@ The rule, for a parameter θ with gradient g (PyTorch's documented algorithm)::
 """
 from __future__ import annotations
 
+from typing import Any
+
 
 import teachgrad as tg
 from teachgrad.tensor import Tensor
 
-from .optimizer import Group, Optimizer, ParamsT, State, check_non_negative
+from .optimizer import Group, Optimizer, ParamsT, State, check_non_negative, check_options
 
 
 class RMSprop(Optimizer):
@@ -30,7 +32,9 @@ class RMSprop(Optimizer):
         self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
         weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
         *, maximize: bool = False,
+        **options: Any,
     ) -> None:
+        check_options(type(self).__name__, options)
         check_non_negative("learning rate", lr)
         check_non_negative("epsilon value", eps)
         check_non_negative("momentum value", momentum)

@@ -11,10 +11,12 @@ The rule, for a parameter θ with gradient g (PyTorch's documented algorithm)::
 """
 from __future__ import annotations
 
+from typing import Any
+
 
 from teachgrad.tensor import Tensor
 
-from .optimizer import Group, Optimizer, ParamsT, State, check_non_negative
+from .optimizer import Group, Optimizer, ParamsT, State, check_non_negative, check_options
 
 
 class SGD(Optimizer):
@@ -23,7 +25,9 @@ class SGD(Optimizer):
     def __init__(
         self, params: ParamsT, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
         weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
+        **options: Any,
     ) -> None:
+        check_options(type(self).__name__, options)
         check_non_negative("learning rate", lr)
         check_non_negative("momentum value", momentum)
         check_non_negative("weight_decay value", weight_decay)
