@@ -21,6 +21,10 @@ from .device import Device, as_device
 from .tensor_inplace import InPlaceMethods
 
 
+_new_object = object.__new__
+_DTYPES = dtypes._BY_NUMPY  # numpy dtype -> DType, for Tensor._make
+
+
 class Size(tuple):
     """A tensor's shape: a tuple that prints like PyTorch's ``torch.Size``."""
 
@@ -74,10 +78,24 @@ class Tensor(InPlaceMethods):
         self._accumulate_node: AccumulateGrad | None = None
         self._retains_grad = False
 
-    @classmethod
-    def _make(cls, array: Any, backend: Any, device: Device) -> "Tensor":
-        t = object.__new__(Tensor)
-        t._init(array, backend, device)
+    @staticmethod
+    def _make(array: Any, backend: Any, device: Device) -> "Tensor":
+        """A new tensor around ``array`` (what every operation's output is made by).
+
+        ``_init`` written out: this runs once per operation, forward and backward.
+        """
+        t = _new_object(Tensor)
+        t._array = array
+        t._backend = backend
+        t.device = device
+        t.dtype = _DTYPES.get(array.dtype) or dtypes.from_numpy_dtype(array.dtype)
+        t.requires_grad = False
+        t.grad = None
+        t.grad_fn = None
+        t._output_nr = 0
+        t._version_counter = [0]
+        t._accumulate_node = None
+        t._retains_grad = False
         return t
 
     # -- what a tensor is ------------------------------------------------------

@@ -78,7 +78,9 @@ class NumpyBackend(Backend):
         return _array(_UNARY[op](x))
 
     def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:
-        out = _array(_BINARY[op](a, b))
+        out = _BINARY[op](a, b)
+        if type(out) is not np.ndarray:  # (_array written out: this runs for every operation)
+            out = np.asarray(out)
         # numpy may widen `int_array ** negative` etc.; keep the operand dtype
         if op not in COMPARISONS:
             ref = a if isinstance(a, np.ndarray) else b
