@@ -22,12 +22,11 @@ _METHODS = {
     # operators (+ - * / below, after this table)
     "__pow__": F.pow, "__rpow__": _reflected(F.pow),
     "__matmul__": F.matmul, "__rmatmul__": _reflected(F.matmul),
-    "__neg__": lean.unary_method("neg", F.neg), "__abs__": F.abs, "__getitem__": F.getitem,
+    "__abs__": F.abs, "__getitem__": F.getitem,
     "__eq__": F.eq, "__ne__": F.ne, "__lt__": F.lt, "__le__": F.le, "__gt__": F.gt, "__ge__": F.ge,
     # math
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg,
-    "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "abs": F.abs, "sin": F.sin, "cos": F.cos,
-    "tanh": F.tanh, "sigmoid": F.sigmoid, "relu": F.relu, "sign": F.sign,
+    "abs": F.abs, "relu": F.relu, "sign": F.sign,
     "maximum": F.maximum, "minimum": F.minimum, "clamp": F.clamp, "clip": F.clamp,
     "eq": F.eq, "ne": F.ne, "lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge,
     # reductions
@@ -48,7 +47,13 @@ for _op, _full, _fn in (("add", F.add, ew.Add), ("sub", F.sub, ew.Sub),
                         ("mul", F.mul, ew.Mul), ("truediv", F.div, ew.Div)):
     _primitive = "div" if _op == "truediv" else _op
     _METHODS[f"__{_op}__"] = lean.binary_method(_primitive, _full, _fn)
-    _METHODS[f"__r{_op}__"] = lean.reflected_method(_primitive, _full, _fn)
+    _METHODS[f"__r{_op}__"] = lean.binary_method(_primitive, _full, _fn, reflected=True)
+
+# ... and so do the float-valued functions of one tensor (and -x)
+for _op, _full, _fn in (("neg", F.neg, ew.Neg), ("exp", F.exp, ew.Exp), ("log", F.log, ew.Log),
+                        ("sqrt", F.sqrt, ew.Sqrt), ("sin", F.sin, ew.Sin), ("cos", F.cos, ew.Cos),
+                        ("tanh", F.tanh, ew.Tanh), ("sigmoid", F.sigmoid, ew.Sigmoid)):
+    _METHODS["__neg__" if _op == "neg" else _op] = lean.unary_method(_op, _full, _fn)
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

@@ -293,13 +293,7 @@ class Function(metaclass=_FunctionMeta):
             # The lean path: nothing is recorded (inside no_grad, and every backward
             # formula's own operations). No mode to switch, no node to make.
             ctx._recording = False
-            raw = cls.forward(ctx, *args, **kwargs)
-            if type(raw) is not tuple and not isinstance(raw, Tensor):  # a backend array
-                out = Tensor._make(raw, backend, device)
-                if cls.is_view and backend.shares_memory(raw, args[0]._array):
-                    out._version_counter = args[0]._version_counter
-                return out
-            return _outputs(cls, raw, device, backend, args)
+            return _outputs(cls, cls.forward(ctx, *args, **kwargs), device, backend, args)
 
         record = True in needs
         if not record:
@@ -309,10 +303,7 @@ class Function(metaclass=_FunctionMeta):
             raw = cls.forward(ctx, *args, **kwargs)
         finally:
             grad_mode._enabled = True
-        if type(raw) is not tuple and not isinstance(raw, Tensor) and not cls.is_view:
-            outputs = Tensor._make(raw, backend, device)  # (the usual case, written out)
-        else:
-            outputs = _outputs(cls, raw, device, backend, args)
+        outputs = _outputs(cls, raw, device, backend, args)
         if record:  # (otherwise ctx saved nothing: save_for_backward skips when not recording)
             _record(cls, ctx, args, outputs if type(outputs) is tuple else (outputs,))
         return outputs
@@ -320,6 +311,8 @@ class Function(metaclass=_FunctionMeta):
 
 def _outputs(cls: type[Function], raw: Any, device: Device, backend: Any, args: tuple) -> Any:
     """The output tensor(s) from what forward returned; a view shares its input's version."""
+    if type(raw) is not tuple and not cls.is_view and not isinstance(raw, Tensor):
+        return Tensor._make(raw, backend, device)  # the usual case: one new backend array
     if type(raw) is tuple:
         outputs = tuple([_as_output(o, device, backend, args) for o in raw])
         first = outputs[0]
@@ -346,13 +339,12 @@ def _record(fn: type[Function], ctx: Context, args: tuple, outputs: tuple) -> No
     if ctx._out is not None:  # backward will read the first output: watch its version
         counter = outputs[0]._version_counter
         ctx._out_version = (counter, counter[0])
-    non_differentiable = ctx._non_differentiable
+    skip = ctx._non_differentiable
     for i, o in enumerate(outputs):
-        if (non_differentiable and id(o) in non_differentiable) or not o.dtype.is_floating_point:
-            continue
-        o.grad_fn = node
-        o.requires_grad = True
-        o._output_nr = i
+        if o.dtype.is_floating_point and not (skip and id(o) in skip):
+            o.grad_fn = node
+            o.requires_grad = True
+            o._output_nr = i
 
 
 class FunctionCtx(Context):

@@ -32,55 +32,44 @@ def _plain(self: Any, other: Any) -> Any:
     return None
 
 
-def _value(x: Any) -> Any:
-    return x._array if isinstance(x, function.Tensor) else x
-
-
-def binary_method(op: str, full: Callable[[Any, Any], Any],
-                  fn: type[function.Function]) -> Callable[[Any, Any], Any]:
-    """``Tensor.__<op>__``: ``full(self, other)``, or for plain operands ``fn`` directly
-    (recording: the checks ``full`` makes would change nothing) or the backend's ``op``
-    (nothing recorded, nobody watching)."""
+def binary_method(op: str, full: Callable[[Any, Any], Any], fn: type[function.Function],
+                  reflected: bool = False) -> Callable[[Any, Any], Any]:
+    """``Tensor.__<op>__`` (or, ``reflected``, ``__r<op>__``: ``1 - t``): ``full`` on the
+    operands, or for plain ones ``fn`` directly (recording: the checks ``full`` makes
+    would change nothing) or the backend's ``op`` (nothing recorded, nobody watching)."""
     def method(self: Any, other: Any) -> Any:
         if self.dtype.is_floating_point:
             b = _plain(self, other)
             if b is not None:
-                if grad_mode._enabled or function.observer is not None:
-                    return fn.apply(self, b)
+                args = (b, self) if reflected else (self, b)
+                if function.observer is not None:
+                    return fn.apply(*args)
+                if grad_mode._enabled:
+                    return fn._apply(*args)
                 backend = self._backend
-                return function.Tensor._make(backend.binary(op, self._array, _value(b)),
-                                             backend, self.device)
-        return full(self, other)
-    method.__name__ = f"__{op}__"
+                x, y = args  # (a Python number here is a float: see _plain)
+                return function.Tensor._make(
+                    backend.binary(op, x if type(x) is float else x._array,
+                                   y if type(y) is float else y._array), backend, self.device)
+        return full(other, self) if reflected else full(self, other)
+    method.__name__ = f"__r{op}__" if reflected else f"__{op}__"
     method.__doc__ = full.__doc__
     return method
 
 
-def reflected_method(op: str, full: Callable[[Any, Any], Any],
-                     fn: type[function.Function]) -> Callable[[Any, Any], Any]:
-    """``Tensor.__r<op>__`` (``1 - t``): :func:`binary_method` with the operands swapped."""
-    def method(self: Any, other: Any) -> Any:
-        if self.dtype.is_floating_point:
-            a = _plain(self, other)
-            if a is not None:
-                if grad_mode._enabled or function.observer is not None:
-                    return fn.apply(a, self)
-                backend = self._backend
-                return function.Tensor._make(backend.binary(op, _value(a), self._array),
-                                             backend, self.device)
-        return full(other, self)
-    method.__name__ = f"__r{op}__"
-    method.__doc__ = full.__doc__
-    return method
-
-
-def unary_method(op: str, full: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``Tensor.__neg__``: ``full(self)``, or the backend directly when nothing is recorded."""
+def unary_method(op: str, full: Callable[[Any], Any],
+                 fn: type[function.Function]) -> Callable[[Any], Any]:
+    """``Tensor.__neg__``, ``Tensor.tanh``, ...: ``full(self)``, or for a floating-point
+    tensor ``fn`` directly (recording) or the backend's ``op`` (nothing recorded)."""
     def method(self: Any) -> Any:
-        if not grad_mode._enabled and function.observer is None and self.dtype.is_floating_point:
+        if self.dtype.is_floating_point:
+            if function.observer is not None:
+                return fn.apply(self)
+            if grad_mode._enabled:
+                return fn._apply(self)
             backend = self._backend
             return function.Tensor._make(backend.unary(op, self._array), backend, self.device)
         return full(self)
-    method.__name__ = f"__{op}__"
+    method.__name__ = full.__name__
     method.__doc__ = full.__doc__
     return method

@@ -48,9 +48,10 @@ def _array(x: Array) -> np.ndarray:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    # split by sign so exp never overflows: 1/(1+e^-x) for x>=0, e^x/(1+e^x) otherwise
+    # split by sign so exp never overflows: 1/(1+e^-x) for x>=0, e^x/(1+e^x) otherwise,
+    # with e = e^-|x| and one division for both halves (each numpy call costs ~0.4 µs)
     e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    return _array(np.where(x >= 0, 1, e) / (1 + e))
 
 
 class NumpyBackend(Backend):
