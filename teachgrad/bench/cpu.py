@@ -1,10 +1,11 @@
 """CPU cases: numpy (the ceiling) and the numba backend's hand-written loops.
 
-Both write into preallocated outputs (``np.add(a, b, out=out)`` and the same
-for the loops), so the timings compare the loops themselves, not memory
-allocation. The numba cases call the loop functions of
+The bare cases write into preallocated outputs (``np.add(a, b, out=out)`` and
+the same for the loops), so their timings compare the loops themselves, not
+memory allocation; the numba ones call the loop functions of
 :mod:`teachgrad.backends.numba_cpu` and :mod:`teachgrad.backends.numba_matmul`
-directly, exactly as the backend does.
+directly. The ``backend.*`` cases go through each backend's own method, as a
+tensor operation does: checks, dispatch and a fresh output included.
 """
 from __future__ import annotations
 
@@ -44,6 +45,35 @@ def numpy_cases(op: str, size: int, inputs: tuple[np.ndarray, ...]) -> list[Case
         return [Case(op, kernel="np.matmul", work=lambda: np.matmul(a, b, out=out), output=lambda: out,
                      is_ceiling=True, **common)]
     raise ValueError(f"unknown benchmark op {op!r}")
+
+
+def backend_case(backend_name: str, op: str, size: int, inputs: tuple[np.ndarray, ...],
+                 ceiling: str) -> Case | None:
+    """``op`` through a backend's own method (``backend.binary("add", a, b)``, ...): what a
+    tensor operation pays, its checks and a fresh output array included."""
+    from ..backends import numba_cpu, numpy_backend
+
+    backend = (numba_cpu.NumbaCPUBackend() if backend_name == "numba"
+               else numpy_backend.NumpyBackend())
+    if op == "add":
+        a, b = inputs
+        method, call = "binary", lambda: backend.binary("add", a, b)
+    elif op == "sum":
+        (x,) = inputs
+        method, call = "reduce", lambda: backend.reduce("sum", x, None, False)
+    elif op == "matmul":
+        a, b = inputs
+        method, call = "matmul", lambda: backend.matmul(a, b)
+    else:
+        return None
+    last: list[np.ndarray] = [np.empty(0, dtype=inputs[0].dtype)]
+
+    def work() -> None:
+        last[0] = call()
+
+    return Case(op, kernel=f"backend.{method}", work=work, output=lambda: last[0],
+                ceiling=ceiling, backend=backend_name, device="cpu", dtype=inputs[0].dtype,
+                size=size, shape=shapes(op, size))
 
 
 def numba_cases(op: str, size: int, inputs: tuple[np.ndarray, ...],

@@ -20,7 +20,7 @@ import numpy as np
 from .. import _cuda_setup
 from . import cpu, gpu
 from .cases import TOLERANCE, Case, make_inputs, reference, relative_error, traffic
-from .harness import Timing, measure_in_turns
+from .harness import Timing, measure_batched, measure_in_turns
 from .schema import Record, Results, clean_number
 from .system import gpu_details, make_header
 
@@ -104,6 +104,11 @@ def _cases_for(plan: Plan, op: str, size: int, place: str, inputs, vendor: str |
             kernels = tuple(k for k in cpu.NUMBA_MATMUL_KERNELS
                             if k != "naive" or size <= NAIVE_MAX.get(("cpu", plan.speed), size))
             cases += cpu.numba_cases(op, size, inputs, kernels)
+        ceiling = next((c.key for c in cases if c.is_ceiling), None)
+        for backend in ("numpy", "numba"):
+            if backend in plan.backends and ceiling:
+                case = cpu.backend_case(backend, op, size, inputs, ceiling)
+                cases += [case] if case is not None else []
         return cases
     cases = gpu.cuda_cases(op, size, inputs, simulated=place == "sim", vendor=vendor)
     if op == "matmul" and vendor:
@@ -120,16 +125,16 @@ def measure_cases(cases: list[Case], plan: Plan,
     backfires: numba's threads and OpenBLAS's keep spinning on the cores for a
     while after each call, so alternating between them makes each wait for the
     other (measured: 8.0 ms for a 512^3 numba + numpy pair that takes 5.7 ms
-    apart). So CPU cases run all their calls in one block each.
+    apart). So CPU cases run all their calls in one block each, and a short call is
+    timed in a loop of many (:func:`~teachgrad.bench.harness.measure_batched`).
     """
     simulated = any(case.simulated for case in cases)
     options = dict(warmup=0 if simulated else plan.warmup,
                    repeats=1 if simulated else (plan.repeats or (5 if plan.quick else 10)),
                    budget_s=plan.budget_s)
     if cases and cases[0].device == "cpu":
-        return [measure_in_turns([case.work], [case.make_timer()],
-                                 first_call_timers=[case.make_first_call_timer()],
-                                 on_error=lambda _, error, i=i: on_error(i, error), **options)[0]
+        return [measure_batched(case.work, on_error=lambda _, error, i=i: on_error(i, error),
+                                **options)
                 for i, case in enumerate(cases)]
     return measure_in_turns([case.work for case in cases], [case.make_timer() for case in cases],
                             first_call_timers=[case.make_first_call_timer() for case in cases],
