@@ -53,6 +53,9 @@ class Plan:
     repeats: int | None = None  # default: 10, or 5 with quick
     warmup: int = 2
     include_simulator: bool = False
+    #: also time each CPU op through its backend's method (``backend.binary(...)``: what a
+    #: tensor operation pays) next to the bare loop
+    through_backend: bool = False
 
     def __post_init__(self) -> None:
         bad_ops = [op for op in self.ops if op not in SUMMED_OPS]
@@ -105,7 +108,7 @@ def _cases_for(plan: Plan, op: str, size: int, place: str, inputs, vendor: str |
                             if k != "naive" or size <= NAIVE_MAX.get(("cpu", plan.speed), size))
             cases += cpu.numba_cases(op, size, inputs, kernels)
         ceiling = next((c.key for c in cases if c.is_ceiling), None)
-        for backend in ("numpy", "numba"):
+        for backend in ("numpy", "numba") if plan.through_backend else ():
             if backend in plan.backends and ceiling:
                 case = cpu.backend_case(backend, op, size, inputs, ceiling)
                 cases += [case] if case is not None else []
