@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_arguments(__doc__, argv, loops=100, repeats=25, quick=(30, 7),
                            out="engine_overhead.json", extra=sizes_option)
     torch = import_torch()
+    run_header = header(torch)  # (before the timings: it records the load at the start)
     results = []
     for size in args.sizes:
         rows = {chain: compare(lambda lib: work_for(lib, chain, size), torch, loops=args.loops,
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> dict:
                       e["per_op_us"]["simple"]["teachgrad"], e["per_op_us"]["simple"]["torch"],
                       e["per_op_us"]["realistic"]["teachgrad"],
                       e["per_op_us"]["realistic"]["torch"]] for e in results])
-    result = {"benchmark": "engine_overhead", "header": header(torch),
+    result = {"benchmark": "engine_overhead", "header": run_header,
               "chains": {name: {"code": code, "operations": ops}
                          for name, (_, ops, _, code) in CHAINS.items()},
               "loops": args.loops, "repeats": args.repeats, "target_ratio": TARGET,

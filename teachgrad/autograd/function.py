@@ -124,27 +124,13 @@ class Node:
                  "output_meta", "sequence", "_pre_hooks", "output_values", "module_path",
                  "__weakref__")
 
-    def __init__(self, function: type["Function"], ctx: Context, inputs: tuple, outputs: tuple) -> None:
+    def __init__(self, function: type["Function"], ctx: Context, edges: tuple, input_meta: tuple,
+                 outputs: tuple) -> None:
         self.function = function
         self.ctx = ctx
-        # One pass over the inputs and one over the outputs. This runs for every recorded
-        # operation, so _meta is written out here (a call costs more
-        # than the work it does).
-        edges, metas = [], []
-        for arg in inputs:
-            if isinstance(arg, Tensor):
-                if arg.grad_fn is not None:
-                    edges.append((arg.grad_fn, arg._output_nr))
-                elif arg.requires_grad:
-                    edges.append((arg._accumulator(), 0))
-                else:
-                    edges.append(_NO_EDGE)
-                metas.append((arg._array.shape, arg.dtype, arg.device))
-            else:
-                edges.append(_NO_EDGE)
-                metas.append(None)
-        self.next_functions: tuple[tuple[Any, int], ...] = tuple(edges)
-        self.input_meta = tuple(metas)  # (shape, dtype, device), None for non-tensors
+        # (edges and input metas come from Function._apply's one pass over the inputs)
+        self.next_functions: tuple[tuple[Any, int], ...] = edges
+        self.input_meta = input_meta  # (shape, dtype, device), None for non-tensors
         self.num_outputs = len(outputs)
         if len(outputs) == 1:
             o = outputs[0]
@@ -270,9 +256,11 @@ class Function(metaclass=_FunctionMeta):
     def _apply(cls, *args: Any, **kwargs: Any) -> Any:
         """``apply`` itself, with no observer (what an observer calls to run the op)."""
         # One pass over the arguments: their common device (an error naming both if there
-        # are two), the backend that computes on them, which ones want a gradient.
+        # are two), the backend that computes on them, which ones want a gradient and,
+        # when recording, where each one's gradient will go (the node's edges).
+        recording = grad_mode._enabled
         device = backend = None
-        needs = []
+        needs, edges, metas = [], [], []
         for a in args:
             if isinstance(a, Tensor):
                 if device is None:
@@ -280,8 +268,19 @@ class Function(metaclass=_FunctionMeta):
                 elif a.device is not device and a.device != device:
                     raise mismatch_error(device, a.device, cls.__name__)
                 needs.append(a.requires_grad)
+                if recording:
+                    if a.grad_fn is not None:
+                        edges.append((a.grad_fn, a._output_nr))
+                    elif a.requires_grad:
+                        edges.append((a._accumulator(), 0))
+                    else:
+                        edges.append(_NO_EDGE)
+                    metas.append((a._array.shape, a.dtype, a.device))
             else:
                 needs.append(False)
+                if recording:
+                    edges.append(_NO_EDGE)
+                    metas.append(None)
         if device is None:  # no tensor arguments at all
             device = CPU
             backend = get_backend(device.type)
@@ -289,7 +288,7 @@ class Function(metaclass=_FunctionMeta):
         ctx.needs_input_grad = needs = tuple(needs)
         ctx.backend = backend
 
-        if not grad_mode._enabled:
+        if not recording:
             # The lean path: nothing is recorded (inside no_grad, and every backward
             # formula's own operations). No mode to switch, no node to make.
             ctx._recording = False
@@ -305,7 +304,8 @@ class Function(metaclass=_FunctionMeta):
             grad_mode._enabled = True
         outputs = _outputs(cls, raw, device, backend, args)
         if record:  # (otherwise ctx saved nothing: save_for_backward skips when not recording)
-            _record(cls, ctx, args, outputs if type(outputs) is tuple else (outputs,))
+            produced = outputs if type(outputs) is tuple else (outputs,)
+            _record(Node(cls, ctx, tuple(edges), tuple(metas), produced), ctx, produced)
         return outputs
 
 
@@ -333,9 +333,8 @@ def _as_output(out: Any, device: Device, backend: Any, inputs: tuple) -> Any:
     return out.detach() if out.grad_fn is not None or out.requires_grad else out
 
 
-def _record(fn: type[Function], ctx: Context, args: tuple, outputs: tuple) -> None:
-    """Leave a Node in the graph: the outputs' ``grad_fn``, with an edge per input."""
-    node = Node(fn, ctx, args, outputs)
+def _record(node: Node, ctx: Context, outputs: tuple) -> None:
+    """Make ``node`` the outputs' ``grad_fn`` (each floating-point output that may have one)."""
     if ctx._out is not None:  # backward will read the first output: watch its version
         counter = outputs[0]._version_counter
         ctx._out_version = (counter, counter[0])
