@@ -222,47 +222,6 @@ def where_loop(cond_kind: int, a_kind: int, b_kind: int, parallel: bool = True):
     return _compile(where_elements, parallel)
 
 
-# The common case, written for it: C-contiguous operands of one shape and float dtype
-# (or an array and a scalar). No strides and no shape array: fewer arguments for
-# numba's dispatcher to check on every call. (The output is still made in Python:
-# an array made inside compiled code costs microseconds to hand back to Python.)
-
-@functools.lru_cache(maxsize=None)
-def map_flat_loop(op: int, parallel: bool = True):
-    loop_range = prange if parallel else range
-
-    def map_flat(out, x):
-        o, v = out.reshape(out.size), x.reshape(x.size)
-        for i in loop_range(o.size):
-            o[i] = apply_unary(op, v[i])
-
-    return _compile(map_flat, parallel, error_model="numpy")
-
-
-@functools.lru_cache(maxsize=None)
-def zip_flat_loop(op: int, parallel: bool = True):
-    loop_range = prange if parallel else range
-
-    def zip_flat(out, a, b):
-        o, x, y = out.reshape(out.size), a.reshape(a.size), b.reshape(b.size)
-        for i in loop_range(o.size):
-            o[i] = apply_binary(op, x[i], y[i])
-
-    return _compile(zip_flat, parallel, error_model="numpy")
-
-
-@functools.lru_cache(maxsize=None)
-def zip_scalar_loop(op: int, parallel: bool = True):
-    loop_range = prange if parallel else range
-
-    def zip_scalar(out, a, b):
-        o, x = out.reshape(out.size), a.reshape(a.size)
-        for i in loop_range(o.size):
-            o[i] = apply_binary(op, x[i], b)
-
-    return _compile(zip_scalar, parallel, error_model="numpy")
-
-
 @njit(cache=True, fastmath={"reassoc"})
 def fold(op, values):
     """Fold a run of values into one: the loop the compiler turns into vector instructions."""
@@ -334,9 +293,6 @@ def loop_operand(x: Array | Scalar, shape: tuple[int, ...], dtype: np.dtype):
     return STRIDED, flat, np.array(strides, dtype=np.int64)
 
 
-#: Dtypes of the fast flat loops (a set: a membership test hashes once).
-_FLAT_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
-
 #: Unary operations whose answer stays an integer for integer input (exp of an int does not).
 _INTEGER_UNARY = {"neg", "abs", "relu", "sign", "step"}
 
@@ -357,9 +313,8 @@ class NumbaCPUBackend(NumpyBackend):
     matmul_kernel = "blocked"
 
     def unary(self, op: str, x: Array) -> Array:
-        if type(x) is np.ndarray and x.dtype in _FLAT_DTYPES and x.flags.c_contiguous and x.size:
-            out = np.empty_like(x)
-            map_flat_loop(UNARY_CODES[op], parallel_for(x.size))(out, x)
+        out = numba_flat.unary(op, x)
+        if out is not None:
             return out
         if not _loops_handle(x) or x.size == 0 or (x.dtype.kind == "i" and op not in _INTEGER_UNARY):
             return super().unary(op, x)
@@ -370,19 +325,9 @@ class NumbaCPUBackend(NumpyBackend):
         return out
 
     def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:
-        if (type(a) is np.ndarray and a.dtype in _FLAT_DTYPES and op not in COMPARISONS
-                and a.flags.c_contiguous and a.size):
-            # the common cases first, in as few Python steps as possible
-            if type(b) is np.ndarray:
-                if b.shape == a.shape and b.dtype is a.dtype and b.flags.c_contiguous:
-                    out = np.empty_like(a)
-                    zip_flat_loop(BINARY_CODES[op], parallel_for(a.size))(out, a, b)
-                    return out
-            elif type(b) is float or type(b) is int:
-                out = np.empty_like(a)
-                # the scalar in the array's dtype, so float32 math stays float32 (as numpy's)
-                zip_scalar_loop(BINARY_CODES[op], parallel_for(a.size))(out, a, a.dtype.type(b))
-                return out
+        out = numba_flat.binary(op, a, b)
+        if out is not None:
+            return out
         arrays = [x for x in (a, b) if isinstance(x, np.ndarray)]
         shape = np.broadcast_shapes(*(x.shape for x in arrays))
         if not _loops_handle(a, b) or len({x.dtype for x in arrays}) > 1 or 0 in shape:
@@ -424,12 +369,9 @@ class NumbaCPUBackend(NumpyBackend):
         return out
 
     def reduce(self, op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool) -> Array:
-        if ((axes is None or len(axes) == x.ndim) and type(x) is np.ndarray
-                and x.dtype in _FLAT_DTYPES and x.flags.c_contiguous and x.size
-                and not parallel_for(x.size)):
-            # every axis of one contiguous block on one core: one fold, no layout work
-            total = np.array(fold(REDUCE_CODES[op], x.reshape(x.size)), dtype=x.dtype)
-            return total.reshape((1,) * x.ndim) if keepdims else total
+        out = numba_flat.reduce(op, x, axes, keepdims)
+        if out is not None:
+            return out
         if not _loops_handle(x) or x.size == 0:
             return super().reduce(op, x, axes, keepdims)  # numpy's rules for empty arrays
         axes = tuple(range(x.ndim)) if axes is None else tuple(sorted(axes))
@@ -464,3 +406,7 @@ def chunk_size(rows: int, n: int, parallel: bool = True) -> int:
         return n
     pieces = -(-tasks_wanted // rows)
     return max(4096, -(-n // pieces))  # pieces too small cost more to schedule than to add
+
+
+# (last: the flat loops are built from this module's element functions)
+from . import numba_flat  # noqa: E402
