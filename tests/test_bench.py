@@ -224,11 +224,11 @@ def test_plan_rejects_unknown_ops_and_dtypes():
 
 def test_cli_quick_on_tiny_sizes_writes_a_valid_file(tmp_path, capsys):
     path = main(["--quick", "--sizes", "64", "--repeats", "2", "--backends", "numpy", "numba",
-                 "--out", str(tmp_path)])
+                 "--warm-compile", "--out", str(tmp_path)])
     results = load(path)
     assert path.parent == tmp_path and path.name.startswith("cpu-")
     assert results.header.command == ("python -m teachgrad.bench --quick --sizes 64 --repeats 2 "
-                                      "--backends numpy numba --out " + str(tmp_path))
+                                      "--backends numpy numba --warm-compile --out " + str(tmp_path))
     keys = {r.key for r in results.records}
     assert keys == {"add/numpy/np.add", "add/numba/zip_loop", "sum/numpy/np.sum",
                     "sum/numba/reduce_loop", "copy/numpy/np.copyto", "matmul/numpy/np.matmul",
@@ -300,3 +300,20 @@ def test_measure_batched_times_short_calls_in_loops_and_reports_per_call():
     # the first call, two warm-ups, a warm-up batch, three timed batches
     assert calls[0] == 3 + 4 * per_batch
     assert timing.times_s == pytest.approx([1e-6] * 3)  # seconds per call, not per batch
+
+
+def test_cold_compile_times_a_first_call_in_a_fresh_process_with_an_empty_cache():
+    from teachgrad.bench import cpu
+    from teachgrad.bench.cases import cold_compile_s, make_inputs, reference
+    from teachgrad.bench.harness import Timing
+    from teachgrad.bench.suite import make_record
+
+    inputs = make_inputs("add", 64, np.dtype("float64"))
+    (case,) = cpu.numba_cases("add", 64, inputs)
+    case.work()
+    warm = Timing(first_call_s=1e-6, times_s=[1e-6, 1e-6])  # as if the cache had answered
+    record = make_record(case, warm, reference("add", inputs), cold_compile=True)
+    assert record.compile_s > 0.05  # numba compiling from nothing: far more than a call
+    assert make_record(case, warm, reference("add", inputs)).compile_s == 0.0
+    with pytest.raises(RuntimeError, match="(?s)the cold-start run failed: .*ZeroDivisionError"):
+        cold_compile_s("1 / 0")

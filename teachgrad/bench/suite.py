@@ -19,7 +19,9 @@ import numpy as np
 
 from .. import _cuda_setup
 from . import cpu, gpu
-from .cases import TOLERANCE, Case, make_inputs, reference, relative_error, traffic
+from .cases import (
+    TOLERANCE, Case, cold_compile_s, make_inputs, reference, relative_error, traffic,
+)
 from .harness import Timing, measure_batched, measure_in_turns
 from .schema import Record, Results, clean_number
 from .system import gpu_details, make_header
@@ -56,6 +58,9 @@ class Plan:
     #: also time each CPU op through its backend's method (``backend.binary(...)``: what a
     #: tensor operation pays) next to the bare loop
     through_backend: bool = False
+    #: time each numba case's first call again in a fresh process with an empty numba
+    #: cache (``compile_s``: compiling from nothing), instead of first call minus median
+    cold_compile: bool = False
 
     def __post_init__(self) -> None:
         bad_ops = [op for op in self.ops if op not in SUMMED_OPS]
@@ -144,16 +149,23 @@ def measure_cases(cases: list[Case], plan: Plan,
                             on_error=on_error, **options)
 
 
-def make_record(case: Case, timing: Timing, ref: np.ndarray) -> Record:
-    """A :class:`Record` from a case, its timing, and its answer checked against ``ref``."""
+def make_record(case: Case, timing: Timing, ref: np.ndarray, cold_compile: bool = False) -> Record:
+    """A :class:`Record` from a case, its timing, and its answer checked against ``ref``.
+
+    ``compile_s`` is the first call's time minus the median, or with ``cold_compile``,
+    for a case that compiles, its first call in a fresh process with an empty cache.
+    """
     nbytes, flops = traffic(case.op, case.size, case.dtype)
+    compile_s = timing.compile_s
+    if cold_compile and case.cold_start is not None:
+        compile_s = cold_compile_s(case.cold_start)
     median = timing.median_s
     # a simulator time is Python threads at work: keep it, but derive no throughput from it
     speed_known = median > 0 and not case.simulated
     return Record(
         op=case.op, backend=case.backend, kernel=case.kernel, device=case.device,
         dtype=str(case.dtype), size=case.size, shape=case.shape,
-        median_s=median, min_s=timing.min_s, repeats=timing.repeats, compile_s=timing.compile_s,
+        median_s=median, min_s=timing.min_s, repeats=timing.repeats, compile_s=compile_s,
         bytes=nbytes, flops=flops,
         gbps=clean_number(nbytes / median / 1e9) if case.op != "matmul" and speed_known else None,
         gflops=clean_number(flops / median / 1e9) if case.op == "matmul" and speed_known else None,
@@ -211,7 +223,7 @@ def measure_size(plan: Plan, op: str, size: int, where: str, vendor: str | None,
         if timing is None:
             continue
         try:
-            record = make_record(case, timing, ref)
+            record = make_record(case, timing, ref, plan.cold_compile)
         except Exception as error:  # reading the answer back failed
             failed(case.key, error)
             continue
