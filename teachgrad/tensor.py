@@ -66,24 +66,15 @@ class Tensor(InPlaceMethods):
 
     # -- construction (internal) ---------------------------------------------
     def _init(self, array: Any, backend: Any, device: Device) -> None:
-        self._array = array
-        self._backend = backend
-        self.device = device
-        self.dtype = dtypes.from_numpy_dtype(array.dtype)
-        self.requires_grad = False
-        self.grad: Tensor | None = None
-        self.grad_fn = None
-        self._output_nr = 0
-        self._version_counter = [0]  # one list shared by every view of the same storage
-        self._accumulate_node: AccumulateGrad | None = None
-        self._retains_grad = False
+        """Fill a new instance (of a subclass too, e.g. Parameter) as ``_make`` fills a tensor."""
+        made = Tensor._make(array, backend, device)
+        for field in Tensor.__slots__[:-1]:  # (all but __weakref__)
+            setattr(self, field, getattr(made, field))
 
     @staticmethod
     def _make(array: Any, backend: Any, device: Device) -> "Tensor":
-        """A new tensor around ``array`` (what every operation's output is made by).
-
-        ``_init`` written out: this runs once per operation, forward and backward.
-        """
+        """A new tensor around ``array``: what every operation's output is made by, so
+        it is written out field by field (no calls: it runs for every operation)."""
         t = _new_object(Tensor)
         t._array = array
         t._backend = backend
@@ -93,7 +84,7 @@ class Tensor(InPlaceMethods):
         t.grad = None
         t.grad_fn = None
         t._output_nr = 0
-        t._version_counter = [0]
+        t._version_counter = [0]  # one list shared by every view of the same storage
         t._accumulate_node = None
         t._retains_grad = False
         return t
