@@ -71,7 +71,7 @@ class Context:
         if self._saved is None:
             raise RuntimeError(FREED_GRAPH_MESSAGE)
         for i, (t, v) in enumerate(zip(self._saved, self._saved_versions)):
-            if isinstance(t, Tensor) and t._version != v:
+            if isinstance(t, Tensor) and t._version_counter[0] != v:
                 raise RuntimeError(
                     f"one of the tensors needed for gradient computation (saved tensor {i}, "
                     f"shape {list(t.shape)}) was modified in place after it was saved "
@@ -288,22 +288,24 @@ class Function(metaclass=_FunctionMeta):
         ctx.needs_input_grad = needs = tuple(needs)
         ctx.backend = backend
 
+        record = recording and True in needs
+        if not record:
+            ctx._recording = False  # (then save_for_backward keeps nothing)
         if not recording:
             # The lean path: nothing is recorded (inside no_grad, and every backward
             # formula's own operations). No mode to switch, no node to make.
-            ctx._recording = False
-            return _outputs(cls, cls.forward(ctx, *args, **kwargs), device, backend, args)
-
-        record = True in needs
-        if not record:
-            ctx._recording = False
-        grad_mode._enabled = False  # forward's own tensor operations are not recorded
-        try:
             raw = cls.forward(ctx, *args, **kwargs)
-        finally:
-            grad_mode._enabled = True
-        outputs = _outputs(cls, raw, device, backend, args)
-        if record:  # (otherwise ctx saved nothing: save_for_backward skips when not recording)
+        else:
+            grad_mode._enabled = False  # forward's own tensor operations are not recorded
+            try:
+                raw = cls.forward(ctx, *args, **kwargs)
+            finally:
+                grad_mode._enabled = True
+        if type(raw) is not tuple and not cls.is_view and not isinstance(raw, Tensor):
+            outputs = Tensor._make(raw, backend, device)  # the usual case: one new array
+        else:
+            outputs = _outputs(cls, raw, device, backend, args)
+        if record:
             produced = outputs if type(outputs) is tuple else (outputs,)
             _record(Node(cls, ctx, tuple(edges), tuple(metas), produced), ctx, produced)
         return outputs
@@ -311,8 +313,6 @@ class Function(metaclass=_FunctionMeta):
 
 def _outputs(cls: type[Function], raw: Any, device: Device, backend: Any, args: tuple) -> Any:
     """The output tensor(s) from what forward returned; a view shares its input's version."""
-    if type(raw) is not tuple and not cls.is_view and not isinstance(raw, Tensor):
-        return Tensor._make(raw, backend, device)  # the usual case: one new backend array
     if type(raw) is tuple:
         outputs = tuple([_as_output(o, device, backend, args) for o in raw])
         first = outputs[0]
