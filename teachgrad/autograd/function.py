@@ -151,6 +151,10 @@ class Node:
             self._pre_hooks = {}
         return self._pre_hooks
 
+    @pre_hooks.setter
+    def pre_hooks(self, hooks: dict[int, list[Callable]]) -> None:
+        self._pre_hooks = hooks
+
     def name(self) -> str:
         return self.function.__name__ + "Backward"
 
