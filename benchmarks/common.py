@@ -17,12 +17,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
+# environment variables that set how many threads numpy's BLAS, numba and PyTorch use
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUMBA_NUM_THREADS")
+# One thread each unless told otherwise (set before numpy loads its BLAS): the
+# comparison is then of the code, not of two thread pools on a shared machine.
+for _variable in THREAD_VARIABLES:
+    os.environ.setdefault(_variable, "1")
+
+import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-# environment variables that set how many threads numpy's BLAS and PyTorch use
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 try:
     import teachgrad
@@ -41,6 +47,7 @@ def import_torch() -> Any:
     except ImportError:
         print("note: PyTorch is not installed: reporting teachgrad alone, without ratios")
         return None
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))  # as many as numpy's BLAS
     return torch
 
 
@@ -93,8 +100,8 @@ def seconds_per_call(works: dict[str, Callable[[], object]], loops: int, repeats
     else:
         for name, work in works.items():
             times[name] = measure(batch(work), warmup=2, repeats=repeats).times_s
-    return {name: {"median": statistics.median(t) / loops, "min": min(t) / loops}
-            for name, t in times.items()}
+    return {name: {"median": statistics.median(t) / loops, "min": min(t) / loops,
+                   "max": max(t) / loops} for name, t in times.items()}
 
 
 def ratio(ours: float, theirs: float | None) -> float | None:
@@ -106,16 +113,17 @@ def compare(make_work: Callable[[Any], Callable[[], object]], torch: Any, *, loo
             in_turns: bool = True) -> dict[str, Any]:
     """Time ``make_work(teachgrad)`` and, when PyTorch is there, ``make_work(torch)``.
 
-    Returns one row: ``teachgrad_<unit>_median``/``_min`` (seconds per call times
-    ``scale``), the same for torch, ``ratio_median``/``ratio_min`` (teachgrad /
-    torch) and ``target_met`` (the ratio of medians at most ``target``).
+    Returns one row: ``teachgrad_<unit>_median``/``_min``/``_max`` (seconds per
+    call times ``scale``), the same for torch, ``ratio_median``/``_min``/``_max``
+    (teachgrad / torch, each statistic of one library over the same of the
+    other) and ``target_met`` (the ratio of medians at most ``target``).
     """
     works = {"teachgrad": make_work(teachgrad)}
     if torch is not None:
         works["torch"] = make_work(torch)
     seconds = seconds_per_call(works, loops, repeats, in_turns=in_turns)
     row: dict[str, Any] = {}
-    for stat in ("median", "min"):
+    for stat in ("median", "min", "max"):
         ours = seconds["teachgrad"][stat] * scale
         theirs = seconds["torch"][stat] * scale if torch is not None else None
         row[f"teachgrad_{unit}_{stat}"] = ours

@@ -22,6 +22,10 @@ from .tensor_data import check_flag as _check_flag, host_array
 from .tensor_inplace import InPlaceMethods
 
 
+_new_object = object.__new__
+_DTYPES = dtypes._BY_NUMPY  # numpy dtype -> DType, for Tensor._make
+
+
 class Size(tuple):
     """A tensor's shape: a tuple that prints like PyTorch's ``torch.Size``."""
 
@@ -78,22 +82,27 @@ class Tensor(InPlaceMethods):
 
     # -- construction (internal) ---------------------------------------------
     def _init(self, array: Any, backend: Any, device: Device) -> None:
-        self._array = array
-        self._backend = backend
-        self.device = device
-        self.dtype = dtypes.from_numpy_dtype(array.dtype)
-        self.requires_grad = False
-        self._grad: Tensor | None = None
-        self.grad_fn = None
-        self._output_nr = 0
-        self._version_counter = [0]  # one list shared by every view of the same storage
-        self._accumulate_node: AccumulateGrad | None = None
-        self._retains_grad = False
+        """Fill a new instance (of a subclass too, e.g. Parameter) as ``_make`` fills a tensor."""
+        made = Tensor._make(array, backend, device)
+        for field in Tensor.__slots__[:-1]:  # (all but __weakref__)
+            setattr(self, field, getattr(made, field))
 
-    @classmethod
-    def _make(cls, array: Any, backend: Any, device: Device) -> "Tensor":
-        t = object.__new__(Tensor)
-        t._init(array, backend, device)
+    @staticmethod
+    def _make(array: Any, backend: Any, device: Device) -> "Tensor":
+        """A new tensor around ``array``: what every operation's output is made by, so
+        it is written out field by field (no calls: it runs for every operation)."""
+        t = _new_object(Tensor)
+        t._array = array
+        t._backend = backend
+        t.device = device
+        t.dtype = _DTYPES.get(array.dtype) or dtypes.from_numpy_dtype(array.dtype)
+        t.requires_grad = False
+        t._grad = None  # the slot itself: the grad setter's checks are for users
+        t.grad_fn = None
+        t._output_nr = 0
+        t._version_counter = [0]  # one list shared by every view of the same storage
+        t._accumulate_node = None
+        t._retains_grad = False
         return t
 
     # -- what a tensor is ------------------------------------------------------

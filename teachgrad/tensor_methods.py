@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ops import functional as F
+from .autograd import lean
+from .ops import elementwise as ew, functional as F
 from .tensor import Tensor
 
 
@@ -18,19 +19,14 @@ def _reflected(fn):
 
 
 _METHODS = {
-    # operators
-    "__add__": F.add, "__radd__": _reflected(F.add),
-    "__sub__": F.sub, "__rsub__": _reflected(F.sub),
-    "__mul__": F.mul, "__rmul__": _reflected(F.mul),
-    "__truediv__": F.div, "__rtruediv__": _reflected(F.div),
+    # operators (+ - * / below, after this table)
     "__pow__": F.pow, "__rpow__": _reflected(F.pow),
     "__matmul__": F.matmul, "__rmatmul__": _reflected(F.matmul),
-    "__neg__": F.neg, "__abs__": F.abs, "__getitem__": F.getitem,
+    "__abs__": F.abs, "__getitem__": F.getitem,
     "__eq__": F.eq, "__ne__": F.ne, "__lt__": F.lt, "__le__": F.le, "__gt__": F.gt, "__ge__": F.ge,
     # math
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg,
-    "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "abs": F.abs, "sin": F.sin, "cos": F.cos,
-    "tanh": F.tanh, "sigmoid": F.sigmoid, "relu": F.relu, "sign": F.sign,
+    "abs": F.abs, "relu": F.relu, "sign": F.sign,
     "maximum": F.maximum, "minimum": F.minimum, "clamp": F.clamp, "clip": F.clamp,
     "eq": F.eq, "ne": F.ne, "lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge,
     # reductions
@@ -43,6 +39,21 @@ _METHODS = {
     "squeeze": F.squeeze, "permute": F.permute, "transpose": F.transpose, "t": F.t,
     "expand": F.expand, "contiguous": F.contiguous, "clone": F.clone,
 }
+
+# Arithmetic operators take a shortcut when their operands need no promotion or
+# broadcasting (see autograd/lean.py): straight to the Function when recording,
+# straight to the backend when not, which is what backward formulas like `grad * b` run.
+for _op, _full, _fn in (("add", F.add, ew.Add), ("sub", F.sub, ew.Sub),
+                        ("mul", F.mul, ew.Mul), ("truediv", F.div, ew.Div)):
+    _primitive = "div" if _op == "truediv" else _op
+    _METHODS[f"__{_op}__"] = lean.binary_method(_primitive, _full, _fn)
+    _METHODS[f"__r{_op}__"] = lean.binary_method(_primitive, _full, _fn, reflected=True)
+
+# ... and so do the float-valued functions of one tensor (and -x)
+for _op, _full, _fn in (("neg", F.neg, ew.Neg), ("exp", F.exp, ew.Exp), ("log", F.log, ew.Log),
+                        ("sqrt", F.sqrt, ew.Sqrt), ("sin", F.sin, ew.Sin), ("cos", F.cos, ew.Cos),
+                        ("tanh", F.tanh, ew.Tanh), ("sigmoid", F.sigmoid, ew.Sigmoid)):
+    _METHODS["__neg__" if _op == "neg" else _op] = lean.unary_method(_op, _full, _fn)
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

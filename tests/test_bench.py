@@ -224,15 +224,19 @@ def test_plan_rejects_unknown_ops_and_dtypes():
 
 def test_cli_quick_on_tiny_sizes_writes_a_valid_file(tmp_path, capsys):
     path = main(["--quick", "--sizes", "64", "--repeats", "2", "--backends", "numpy", "numba",
-                 "--out", str(tmp_path)])
+                 "--warm-compile", "--out", str(tmp_path)])
     results = load(path)
     assert path.parent == tmp_path and path.name.startswith("cpu-")
     assert results.header.command == ("python -m teachgrad.bench --quick --sizes 64 --repeats 2 "
-                                      "--backends numpy numba --out " + str(tmp_path))
+                                      "--backends numpy numba --warm-compile --out " + str(tmp_path))
     keys = {r.key for r in results.records}
     assert keys == {"add/numpy/np.add", "add/numba/zip_loop", "sum/numpy/np.sum",
                     "sum/numba/reduce_loop", "copy/numpy/np.copyto", "matmul/numpy/np.matmul",
-                    "matmul/numba/naive", "matmul/numba/loop_order", "matmul/numba/blocked"}
+                    "matmul/numba/naive", "matmul/numba/loop_order", "matmul/numba/blocked",
+                    # the same ops through each backend's own method, as a tensor op pays them
+                    *(f"{op}/{backend}/backend.{method}" for backend in ("numpy", "numba")
+                      for op, method in (("add", "binary"), ("sum", "reduce"),
+                                         ("matmul", "matmul")))}
     for r in results.records:
         assert r.size == 64 and r.repeats == 2 and not r.simulated and r.median_s > 0
         assert r.rel_error is not None and r.rel_error < 1e-4, r  # every answer was checked
@@ -275,3 +279,41 @@ def test_cli_rejects_bad_sizes(capsys):
     with pytest.raises(SystemExit):
         main(["--sizes", "0"])
     assert "--sizes must be positive, got [0]" in capsys.readouterr().err
+
+
+def test_measure_batched_times_short_calls_in_loops_and_reports_per_call():
+    from teachgrad.bench.harness import BATCH_S, measure_batched
+
+    now = [0.0]
+    calls = [0]
+
+    def clock() -> float:
+        return now[0]
+
+    def work() -> None:  # a 1 µs call on a fake clock
+        calls[0] += 1
+        now[0] += 1e-6
+
+    timing = measure_batched(work, warmup=2, repeats=3, clock=clock)
+    per_batch = round(BATCH_S / 1e-6)
+    assert timing.first_call_s == pytest.approx(1e-6)
+    # the first call, two warm-ups, a warm-up batch, three timed batches
+    assert calls[0] == 3 + 4 * per_batch
+    assert timing.times_s == pytest.approx([1e-6] * 3)  # seconds per call, not per batch
+
+
+def test_cold_compile_times_a_first_call_in_a_fresh_process_with_an_empty_cache():
+    from teachgrad.bench import cpu
+    from teachgrad.bench.cases import cold_compile_s, make_inputs, reference
+    from teachgrad.bench.harness import Timing
+    from teachgrad.bench.suite import make_record
+
+    inputs = make_inputs("add", 64, np.dtype("float64"))
+    (case,) = cpu.numba_cases("add", 64, inputs)
+    case.work()
+    warm = Timing(first_call_s=1e-6, times_s=[1e-6, 1e-6])  # as if the cache had answered
+    record = make_record(case, warm, reference("add", inputs), cold_compile=True)
+    assert record.compile_s > 0.05  # numba compiling from nothing: far more than a call
+    assert make_record(case, warm, reference("add", inputs)).compile_s == 0.0
+    with pytest.raises(RuntimeError, match="(?s)the cold-start run failed: .*ZeroDivisionError"):
+        cold_compile_s("1 / 0")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from heapq import heappop, heappush
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
@@ -122,19 +123,22 @@ def _dependencies(roots: list) -> dict[Any, int]:
     gradient is computed (PyTorch notices only when a freed saved tensor is read).
     """
     deps: dict[Any, int] = {}
-    seen = set()
     stack = [node for node, _, _ in roots]
+    starts = set(stack)
     while stack:
         node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, Node) and node.ctx._saved is None:
+        if type(node) is Node and node.ctx._saved is None:
             raise RuntimeError(FREED_GRAPH_MESSAGE)
         for nxt, _ in node.next_functions:
-            if nxt is not None:
-                deps[nxt] = deps.get(nxt, 0) + 1
-                stack.append(nxt)
+            if nxt is None:
+                continue
+            count = deps.get(nxt)
+            if count is None:  # reached for the first time: walk on from it
+                deps[nxt] = 1
+                if nxt not in starts:
+                    stack.append(nxt)
+            else:
+                deps[nxt] = count + 1
     return deps
 
 
@@ -142,11 +146,15 @@ def backward_steps(
     tensors: "Tensor | Sequence[Tensor]",
     grad_tensors: Any = None,
     retain_graph: bool = False,
+    *,
+    records: bool = True,
 ) -> Iterator[BackwardStep]:
     """Backpropagate from ``tensors``, yielding one :class:`BackwardStep` per node.
 
     Everything is checked before the first step runs, so a mistake leaves no
-    gradient half-written.
+    gradient half-written. With ``records=False`` the generator runs the very
+    same steps but yields ``None`` for each instead of a record (what
+    ``backward()`` uses: nobody reads the records, so it does not build them).
     """
     if isinstance(tensors, function.Tensor):
         tensors = [tensors]
@@ -159,7 +167,7 @@ def backward_steps(
     for t, g in _check_roots(tensors, grad_tensors):
         node = t.grad_fn if t.grad_fn is not None else t._accumulator()
         roots.append((node, t._output_nr, g))
-    return _run(roots, _dependencies(roots), retain_graph)
+    return _run(roots, _dependencies(roots), retain_graph, records)
 
 
 class _ReadyQueue:
@@ -167,26 +175,29 @@ class _ReadyQueue:
 
     The most recently created node first (leaves, whose sequence is infinite,
     before everything); nodes that tie run in the order they became ready, so
-    the same graph always steps in the same order.
+    the same graph always steps in the same order. (A heap of
+    ``(-sequence, arrival, node)``; ``_run`` pushes and pops it directly, as a
+    method call would cost more than the heap operation itself.)
     """
 
+    __slots__ = ("heap", "arrivals")
+
     def __init__(self) -> None:
-        self._heap: list = []
-        self._arrivals = itertools.count()
+        self.heap: list = []
+        self.arrivals = itertools.count()
 
     def push(self, node: Any) -> None:
-        heapq.heappush(self._heap, (-node.sequence, next(self._arrivals), node))
-
-    def pop(self) -> Any:
-        return heapq.heappop(self._heap)[2]
+        heapq.heappush(self.heap, (-node.sequence, next(self.arrivals), node))
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self.heap)
 
 
-def _run(roots: list, deps: dict[Any, int], retain_graph: bool) -> Iterator[BackwardStep]:
-    buffers: dict[Any, list] = {}
+def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
+         records: bool = True) -> Iterator[BackwardStep | None]:
+    buffers: dict[Any, list] = {}  # node -> the gradients arrived so far, one per output
     ready = _ReadyQueue()
+    heap, arrivals = ready.heap, ready.arrivals
     queued: set[int] = set()
     for node, nr, g in roots:
         buf = buffers.setdefault(node, [None] * node.num_outputs)
@@ -196,44 +207,58 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool) -> Iterator[Back
             ready.push(node)
 
     index = 0
-    while ready:
-        node = ready.pop()
+    while heap:
+        node = heappop(heap)[2]
         grads = buffers.pop(node)
-        if node.pre_hooks:
+        if node._pre_hooks:
             grads = _run_pre_hooks(node, grads)
-        if isinstance(node, AccumulateGrad):
+        if type(node) is AccumulateGrad:
             _accumulate(node.variable, grads[0])
             yield BackwardStep(index, node, tuple(grads), leaf=node.variable, rule=node.rule,
-                               pending=len(ready))
+                               pending=len(heap)) if records else None
             index += 1
             continue
 
         grad_inputs = _call_backward(node, grads)
         if not retain_graph:
             node.ctx._free()
-        accumulated = []
+        accumulated = [] if records else None
         for (nxt, nr), g in zip(node.next_functions, grad_inputs):
             if nxt is None:
-                accumulated.append(False)
+                if records:
+                    accumulated.append(False)
                 continue
             buf = buffers.get(nxt)
             if buf is None:
                 buf = buffers[nxt] = [None] * nxt.num_outputs
+            if records:
+                accumulated.append(g is not None and buf[nr] is not None)
             if g is not None:
-                accumulated.append(buf[nr] is not None)
-                buf[nr] = g if buf[nr] is None else buf[nr] + g
-            else:
-                accumulated.append(False)
-            deps[nxt] -= 1
-            if deps[nxt] == 0:
-                if all(b is None for b in buf):
+                buf[nr] = g if buf[nr] is None else _add_grads(buf[nr], g)
+            left = deps[nxt] - 1
+            deps[nxt] = left
+            if left == 0:
+                if g is None and all(b is None for b in buf):
                     buffers.pop(nxt)  # no gradient reached it: it has nothing to do
                     _release_unreached(nxt, deps, buffers, ready)
                 else:
-                    ready.push(nxt)
+                    heappush(heap, (-nxt.sequence, next(arrivals), nxt))  # ready.push(nxt)
         yield BackwardStep(index, node, tuple(grads), tuple(grad_inputs), tuple(accumulated),
-                           rule=node.rule, pending=len(ready))
+                           rule=node.rule, pending=len(heap)) if records else None
         index += 1
+
+
+def _add_grads(held: "Tensor", new: "Tensor") -> "Tensor":
+    """``held + new`` for two gradients of one input (``x * x``, or ``x`` used twice).
+
+    Both were already checked to have the input's shape, dtype and device, so
+    this asks the backend directly instead of going through ``held + new``
+    (which would check them all again); the sum is a new tensor, never written
+    in place, since one gradient tensor may travel along several edges.
+    """
+    backend = held._backend
+    return function.Tensor._make(backend.binary("add", held._array, new._array), backend,
+                                 held.device)
 
 
 def _release_unreached(node: Any, deps: dict, buffers: dict, ready: _ReadyQueue) -> None:
@@ -265,9 +290,9 @@ def _run_pre_hooks(node: Any, grads: list) -> list:
     return grads
 
 
-def _call_backward(node: Node, grads: list) -> tuple:
+def _call_backward(node: Node, grads: list) -> list:
     # (a node with one output runs only once that output has a gradient)
-    if node.ctx.materialize_grads and len(grads) > 1 and any(g is None for g in grads):
+    if len(grads) > 1 and node.ctx.materialize_grads and any(g is None for g in grads):
         # an output nobody used: its gradient is zeros
         grads = [g if g is not None else _filled(shape, 0, dtype, device)
                  for g, (shape, dtype, device) in zip(grads, node.output_meta)]
@@ -277,7 +302,7 @@ def _call_backward(node: Node, grads: list) -> tuple:
         out = node.function.backward(node.ctx, *grads)
     finally:
         grad_mode._enabled = previous
-    if not isinstance(out, tuple):
+    if type(out) is not tuple:
         out = (out,)
     n_in = len(node.next_functions)
     if len(out) != n_in:
@@ -289,14 +314,23 @@ def _call_backward(node: Node, grads: list) -> tuple:
                 f"function {node.name()} returned {len(out)} gradients, but its forward took "
                 f"{n_in} inputs: backward must return one gradient (or None) per input"
             )
-    return tuple([_validate(node, i, g) for i, g in enumerate(out)])
+    checked = list(out)
+    metas = node.input_meta
+    for i, g in enumerate(out):
+        if g is None:
+            continue
+        if node.next_functions[i][0] is None:
+            checked[i] = None  # nobody takes this gradient
+            continue
+        shape, dtype, device = metas[i]
+        if not (type(g) is function.Tensor and g._array.shape == shape and g.dtype is dtype
+                and g.device is device):  # (the usual case: already as the input needs it)
+            checked[i] = _validate(node, i, g)
+    return checked
 
 
 def _validate(node: Node, i: int, g: Any) -> Any:
     """Gradient ``i`` as its input needs it: summed back to the input's shape, in its dtype."""
-    nxt, _ = node.next_functions[i]
-    if g is None or nxt is None:
-        return None
     if not isinstance(g, function.Tensor):
         raise TypeError(
             f"function {node.name()} returned a {type(g).__name__} as gradient {i}: "
@@ -335,6 +369,9 @@ def _own_copy(grad: "Tensor") -> Any:
 
 
 def run_backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool = False) -> None:
-    """Backpropagate to the end: what ``tensor.backward()`` and ``tg.autograd.backward`` do."""
-    for _ in backward_steps(tensors, grad_tensors, retain_graph):
+    """Backpropagate to the end: what ``tensor.backward()`` and ``tg.autograd.backward`` do.
+
+    The same generator the stepper drives, run to its end without step records.
+    """
+    for _ in backward_steps(tensors, grad_tensors, retain_graph, records=False):
         pass

@@ -9,6 +9,7 @@ of the inputs. That node is the tensor's ``grad_fn``.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Callable
 
 from ..backends import get_backend
@@ -62,14 +63,15 @@ class Context:
         if not self._recording:
             return  # nothing will run backward on this operation
         self._saved = tensors
-        self._saved_versions = tuple(t._version if isinstance(t, Tensor) else None for t in tensors)
+        self._saved_versions = tuple([t._version_counter[0] if isinstance(t, Tensor) else None
+                                      for t in tensors])
 
     @property
     def saved_tensors(self) -> tuple:
         if self._saved is None:
             raise RuntimeError(FREED_GRAPH_MESSAGE)
         for i, (t, v) in enumerate(zip(self._saved, self._saved_versions)):
-            if isinstance(t, Tensor) and t._version != v:
+            if isinstance(t, Tensor) and t._version_counter[0] != v:
                 raise RuntimeError(
                     f"one of the tensors needed for gradient computation (saved tensor {i}, "
                     f"shape {list(t.shape)}) was modified in place after it was saved "
@@ -119,25 +121,39 @@ class Node:
     """
 
     __slots__ = ("function", "ctx", "next_functions", "input_meta", "num_outputs",
-                 "output_meta", "sequence", "pre_hooks", "output_values", "module_path",
+                 "output_meta", "sequence", "_pre_hooks", "output_values", "module_path",
                  "__weakref__")
 
-    def __init__(self, function: type["Function"], ctx: Context, inputs: tuple, outputs: tuple) -> None:
+    def __init__(self, function: type["Function"], ctx: Context, edges: tuple, input_meta: tuple,
+                 outputs: tuple) -> None:
         self.function = function
         self.ctx = ctx
-        # one pass over the inputs and one over the outputs (this runs for every operation)
-        edges, metas = [], []
-        for arg in inputs:
-            edges.append(_edge_of(arg))
-            metas.append(_meta(arg))
-        self.next_functions: tuple[tuple[Any, int], ...] = tuple(edges)
-        self.input_meta = tuple(metas)  # (shape, dtype, device), None for non-tensors
+        # (edges and input metas come from Function._apply's one pass over the inputs)
+        self.next_functions: tuple[tuple[Any, int], ...] = edges
+        self.input_meta = input_meta  # (shape, dtype, device), None for non-tensors
         self.num_outputs = len(outputs)
-        self.output_meta = tuple([_meta(o) for o in outputs])
+        if len(outputs) == 1:
+            o = outputs[0]
+            self.output_meta = ((o._array.shape, o.dtype, o.device),)
+            # small outputs keep their values for the graph view
+            self.output_values = (o._array if math.prod(o._array.shape) <= SMALL_OUTPUT else None,)
+        else:
+            self.output_meta = tuple([_meta(o) for o in outputs])
+            self.output_values = tuple([_small_values(o) for o in outputs])
         self.sequence = next(_sequence)
-        self.pre_hooks: dict[int, list[Callable]] = {}  # output index -> tensor hooks
-        self.output_values = tuple([_small_values(o) for o in outputs])  # for the graph view
+        self._pre_hooks: dict[int, list[Callable]] | None = None  # made on first use
         self.module_path = module_path  # the modules that were running when it was made
+
+    @property
+    def pre_hooks(self) -> dict[int, list[Callable]]:
+        """Tensor hooks by output index (``tensor.register_hook``), made on first use."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return self._pre_hooks
+
+    @pre_hooks.setter
+    def pre_hooks(self, hooks: dict[int, list[Callable]]) -> None:
+        self._pre_hooks = hooks
 
     def name(self) -> str:
         return self.function.__name__ + "Backward"
@@ -154,15 +170,17 @@ class Node:
 class AccumulateGrad:
     """The end of the line for a leaf: adds the incoming gradient into ``.grad``."""
 
-    __slots__ = ("variable", "pre_hooks", "sequence", "__weakref__")
+    __slots__ = ("variable", "_pre_hooks", "sequence", "__weakref__")
     next_functions: tuple = ()
     num_outputs = 1
     rule = "leaf.grad += incoming grad"
 
     def __init__(self, variable: "Tensor") -> None:
         self.variable = variable
-        self.pre_hooks: dict[int, list[Callable]] = {}
+        self._pre_hooks: dict[int, list[Callable]] | None = None  # made on first use
         self.sequence = float("inf")  # leaves take their gradient as soon as it is ready
+
+    pre_hooks = Node.pre_hooks
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -172,17 +190,6 @@ class AccumulateGrad:
 
 
 _NO_EDGE = (None, 0)
-
-
-def _edge_of(arg: Any) -> tuple[Any, int]:
-    """Where the gradient of input ``arg`` must go: (node, which of its outputs) or no edge."""
-    if not isinstance(arg, Tensor):
-        return _NO_EDGE
-    if arg.grad_fn is not None:
-        return (arg.grad_fn, arg._output_nr)
-    if arg.requires_grad:
-        return (arg._accumulator(), 0)
-    return _NO_EDGE
 
 
 def _meta(arg: Any) -> tuple | None:
@@ -252,52 +259,73 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def _apply(cls, *args: Any, **kwargs: Any) -> Any:
         """``apply`` itself, with no observer (what an observer calls to run the op)."""
-        device, backend, needs = _inspect_inputs(args, cls.__name__)
-        record = grad_mode._enabled and any(needs)
+        # One pass over the arguments: their common device (an error naming both if there
+        # are two), the backend that computes on them, which ones want a gradient and,
+        # when recording, where each one's gradient will go (the node's edges).
+        recording = grad_mode._enabled
+        device = backend = None
+        needs, edges, metas = [], [], []
+        for a in args:
+            if isinstance(a, Tensor):
+                if device is None:
+                    device, backend = a.device, a._backend
+                elif a.device is not device and a.device != device:
+                    raise mismatch_error(device, a.device, cls.__name__)
+                needs.append(a.requires_grad)
+                if recording:
+                    if a.grad_fn is not None:
+                        edges.append((a.grad_fn, a._output_nr))
+                    elif a.requires_grad:
+                        edges.append((a._accumulator(), 0))
+                    else:
+                        edges.append(_NO_EDGE)
+                    metas.append((a._array.shape, a.dtype, a.device))
+            else:
+                needs.append(False)
+                if recording:
+                    edges.append(_NO_EDGE)
+                    metas.append(None)
+        if device is None:  # no tensor arguments at all
+            device = CPU
+            backend = get_backend(device.type)
         ctx = Context()
-        ctx.needs_input_grad = needs
+        ctx.needs_input_grad = needs = tuple(needs)
         ctx.backend = backend
+
+        record = recording and True in needs
         if not record:
-            ctx._recording = False
-
-        previous = grad_mode._enabled
-        grad_mode._enabled = False  # forward's own tensor operations are not recorded
-        try:
+            ctx._recording = False  # (then save_for_backward keeps nothing)
+        if not recording:
+            # The lean path: nothing is recorded (inside no_grad, and every backward
+            # formula's own operations). No mode to switch, no node to make.
             raw = cls.forward(ctx, *args, **kwargs)
-        finally:
-            grad_mode._enabled = previous
-
-        is_tuple = isinstance(raw, tuple)
-        if is_tuple:
-            outputs = tuple(_as_output(o, device, backend, args) for o in raw)
         else:
-            outputs = (_as_output(raw, device, backend, args),)
-        if cls.is_view and backend.shares_memory(outputs[0]._array, args[0]._array):
-            # a view: an in-place change through either one changes both
-            outputs[0]._version_counter = args[0]._version_counter
-        if record:  # (otherwise ctx saved nothing: save_for_backward skips when not recording)
-            _record(cls, ctx, args, outputs)
-        return outputs if is_tuple else outputs[0]
-
-
-def _inspect_inputs(args: tuple, op: str) -> tuple[Device, Any, tuple[bool, ...]]:
-    """One pass over the arguments: their common device (an error naming both if there are
-    two), the backend that computes on them, and which arguments want a gradient."""
-    device = backend = None
-    needs = []
-    for a in args:
-        if isinstance(a, Tensor):
-            if device is None:
-                device, backend = a.device, a._backend
-            elif a.device is not device and a.device != device:
-                raise mismatch_error(device, a.device, op)
-            needs.append(a.requires_grad)
+            grad_mode._enabled = False  # forward's own tensor operations are not recorded
+            try:
+                raw = cls.forward(ctx, *args, **kwargs)
+            finally:
+                grad_mode._enabled = True
+        if type(raw) is not tuple and not cls.is_view and not isinstance(raw, Tensor):
+            outputs = Tensor._make(raw, backend, device)  # the usual case: one new array
         else:
-            needs.append(False)
-    if device is None:  # no tensor arguments at all
-        device = CPU
-        backend = get_backend(device.type)
-    return device, backend, tuple(needs)
+            outputs = _outputs(cls, raw, device, backend, args)
+        if record:
+            produced = outputs if type(outputs) is tuple else (outputs,)
+            _record(Node(cls, ctx, tuple(edges), tuple(metas), produced), ctx, produced)
+        return outputs
+
+
+def _outputs(cls: type[Function], raw: Any, device: Device, backend: Any, args: tuple) -> Any:
+    """The output tensor(s) from what forward returned; a view shares its input's version."""
+    if type(raw) is tuple:
+        outputs = tuple([_as_output(o, device, backend, args) for o in raw])
+        first = outputs[0]
+    else:
+        outputs = first = _as_output(raw, device, backend, args)
+    if cls.is_view and backend.shares_memory(first._array, args[0]._array):
+        # a view: an in-place change through either one changes both
+        first._version_counter = args[0]._version_counter
+    return outputs
 
 
 def _as_output(out: Any, device: Device, backend: Any, inputs: tuple) -> Any:
@@ -309,18 +337,17 @@ def _as_output(out: Any, device: Device, backend: Any, inputs: tuple) -> Any:
     return out.detach() if out.grad_fn is not None or out.requires_grad else out
 
 
-def _record(fn: type[Function], ctx: Context, args: tuple, outputs: tuple) -> None:
-    """Leave a Node in the graph: the outputs' ``grad_fn``, with an edge per input."""
-    node = Node(fn, ctx, args, outputs)
+def _record(node: Node, ctx: Context, outputs: tuple) -> None:
+    """Make ``node`` the outputs' ``grad_fn`` (each floating-point output that may have one)."""
     if ctx._out is not None:  # backward will read the first output: watch its version
         counter = outputs[0]._version_counter
         ctx._out_version = (counter, counter[0])
+    skip = ctx._non_differentiable
     for i, o in enumerate(outputs):
-        if id(o) in ctx._non_differentiable or not o.dtype.is_floating_point:
-            continue
-        o.grad_fn = node
-        o.requires_grad = True
-        o._output_nr = i
+        if o.dtype.is_floating_point and not (skip and id(o) in skip):
+            o.grad_fn = node
+            o.requires_grad = True
+            o._output_nr = i
 
 
 class FunctionCtx(Context):

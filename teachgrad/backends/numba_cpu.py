@@ -253,8 +253,12 @@ def reduce_loop(op: int, parallel: bool = True):
 
 
 def parallel_for(work: int) -> bool:
-    """Whether ``work`` elements are enough to share out over the cores (see GRAIN)."""
-    return work >= GRAIN
+    """Whether ``work`` elements are enough to share out over the cores (see GRAIN).
+
+    Never with one thread: a parallel loop on one thread still pays for the
+    thread pool's scheduling, several microseconds a call.
+    """
+    return work >= GRAIN and get_num_threads() > 1
 
 
 # -- turning arrays into loop inputs --------------------------------------------------
@@ -309,6 +313,9 @@ class NumbaCPUBackend(NumpyBackend):
     matmul_kernel = "blocked"
 
     def unary(self, op: str, x: Array) -> Array:
+        out = numba_flat.unary(op, x)
+        if out is not None:
+            return out
         if not _loops_handle(x) or x.size == 0 or (x.dtype.kind == "i" and op not in _INTEGER_UNARY):
             return super().unary(op, x)
         out = np.empty(x.shape, dtype=x.dtype)
@@ -318,6 +325,9 @@ class NumbaCPUBackend(NumpyBackend):
         return out
 
     def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:
+        out = numba_flat.binary(op, a, b)
+        if out is not None:
+            return out
         arrays = [x for x in (a, b) if isinstance(x, np.ndarray)]
         shape = np.broadcast_shapes(*(x.shape for x in arrays))
         if not _loops_handle(a, b) or len({x.dtype for x in arrays}) > 1 or 0 in shape:
@@ -359,6 +369,9 @@ class NumbaCPUBackend(NumpyBackend):
         return out
 
     def reduce(self, op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool) -> Array:
+        out = numba_flat.reduce(op, x, axes, keepdims)
+        if out is not None:
+            return out
         if not _loops_handle(x) or x.size == 0:
             return super().reduce(op, x, axes, keepdims)  # numpy's rules for empty arrays
         axes = tuple(range(x.ndim)) if axes is None else tuple(sorted(axes))
@@ -393,3 +406,7 @@ def chunk_size(rows: int, n: int, parallel: bool = True) -> int:
         return n
     pieces = -(-tasks_wanted // rows)
     return max(4096, -(-n // pieces))  # pieces too small cost more to schedule than to add
+
+
+# (last: the flat loops are built from this module's element functions)
+from . import numba_flat  # noqa: E402

@@ -48,9 +48,10 @@ def _array(x: Array) -> np.ndarray:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    # split by sign so exp never overflows: 1/(1+e^-x) for x>=0, e^x/(1+e^x) otherwise
+    # split by sign so exp never overflows: 1/(1+e^-x) for x>=0, e^x/(1+e^x) otherwise,
+    # with e = e^-|x| and one division for both halves (each numpy call costs ~0.4 µs)
     e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    return _array(np.where(x >= 0, 1, e) / (1 + e))
 
 
 class NumpyBackend(Backend):
@@ -78,7 +79,9 @@ class NumpyBackend(Backend):
         return _array(_UNARY[op](x))
 
     def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:
-        out = _array(_BINARY[op](a, b))
+        out = _BINARY[op](a, b)
+        if type(out) is not np.ndarray:  # (_array written out: this runs for every operation)
+            out = np.asarray(out)
         # numpy may widen `int_array ** negative` etc.; keep the operand dtype
         if op not in COMPARISONS:
             ref = a if isinstance(a, np.ndarray) else b

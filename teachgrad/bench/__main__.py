@@ -39,6 +39,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--include-simulator", action="store_true",
                         help="without a GPU, run the cuda cases in numba's CUDA simulator (code paths only: "
                              "the records are marked simulated and are never GPU speed)")
+    parser.add_argument("--bare-only", action="store_true",
+                        help="time only the bare loops, not also each op through its backend's method")
+    parser.add_argument("--warm-compile", action="store_true",
+                        help="report compile_s as the first call minus the median instead of "
+                             "compiling each numba case again from an empty cache in a new process")
     parser.add_argument("--tag", default=None,
                         help="a word for the file name, e.g. --tag 1thread gives cpu-1thread-<date>.json")
     parser.add_argument("--out", default=None,
@@ -56,7 +61,8 @@ def main(argv: list[str] | None = None) -> Path:
     args = parse_args(argv)
     plan = Plan(ops=tuple(args.ops), backends=tuple(args.backends), dtype=args.dtype, quick=args.quick,
                 sizes=tuple(args.sizes) if args.sizes else None, repeats=args.repeats,
-                include_simulator=args.include_simulator)
+                include_simulator=args.include_simulator, through_backend=not args.bare_only,
+                cold_compile=not args.warm_compile)
     command = shlex.join(["python", "-m", "teachgrad.bench", *argv])
     results = run(plan, command)
     if args.out:

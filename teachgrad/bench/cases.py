@@ -33,6 +33,9 @@ class Case:
     ceiling: str | None = None  #: "op/backend/kernel" of the record this one is compared with
     is_ceiling: bool = False
     simulated: bool = False
+    #: Python code whose last line prints the seconds of the first call, run in a fresh
+    #: process with an empty numba cache (``cold_compile_s``); None: nothing compiles
+    cold_start: str | None = None
 
     @property
     def key(self) -> str:
@@ -97,3 +100,25 @@ def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
 
 #: Largest relative error accepted per dtype (float32 sums of 2^28 numbers stay well below).
 TOLERANCE = {"float32": 1e-4, "float64": 1e-10}
+
+
+def cold_compile_s(code: str, timeout_s: float = 900) -> float:
+    """Seconds of a first call compiled from nothing: ``code`` runs in a new Python process
+    with an empty numba cache folder (so nothing is loaded from an earlier compile) and
+    prints the time of the call it makes; imports are outside that time."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    package_root = str(Path(__file__).resolve().parents[2])
+    with tempfile.TemporaryDirectory(prefix="teachgrad-cold-") as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache,
+               "PYTHONPATH": os.pathsep.join(filter(None, [package_root,
+                                                           os.environ.get("PYTHONPATH")]))}
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, timeout=timeout_s)
+    if done.returncode != 0:
+        raise RuntimeError(f"the cold-start run failed: {done.stderr.strip()[-500:]}")
+    return float(done.stdout.split()[-1])

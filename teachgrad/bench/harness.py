@@ -189,3 +189,44 @@ def measure_in_turns(works: Sequence[Callable[[], object]], timers: Sequence[Tim
                 active.remove(i)
     return [Timing(first_call_s[i], times[i], timers[i].name) if i in first_call_s else None
             for i in range(len(works))]
+
+
+#: A timing of short calls lasts at least this long (the clock and the loop around
+#: each call cost ~0.2 µs: small next to this, large next to a 1 µs call).
+BATCH_S = 2e-4
+
+
+def measure_batched(work: Callable[[], object], *, warmup: int = 2, repeats: int = 10,
+                    min_repeats: int = 3, budget_s: float | None = None,
+                    on_error: Callable[[int, Exception], None] | None = None,
+                    clock: Callable[[], float] = time.perf_counter) -> Timing | None:
+    """:func:`measure` for host work that may take microseconds: the first call is timed
+    alone, then each timing runs ``work`` as many times as fill :data:`BATCH_S`, and
+    reports the time per call."""
+    try:
+        started = clock()
+        work()
+        first_call_s = clock() - started
+        calls = 1
+        for _ in range(max(warmup, 1)):  # warm-up calls, the last one timed to size the batch
+            started = clock()
+            work()
+            one = clock() - started
+        calls = max(1, min(100_000, round(BATCH_S / max(one, 1e-9))))
+    except Exception as error:
+        if on_error is None:
+            raise
+        on_error(0, error)
+        return None
+
+    def batch() -> None:
+        for _ in range(calls):
+            work()
+
+    # (measure_in_turns's own first call is one more batch: a last warm-up)
+    timing = measure_in_turns([batch], [HostTimer(clock)], warmup=0, repeats=repeats,
+                              min_repeats=min_repeats, budget_s=budget_s, on_error=on_error,
+                              first_call_timers=[HostTimer(clock)])[0]
+    if timing is None:
+        return None
+    return Timing(first_call_s, [t / calls for t in timing.times_s], timing.timer)

@@ -109,7 +109,7 @@ class Record:
     median_s: float  #: median of the timed calls, in seconds
     min_s: float
     repeats: int  #: timed calls (after the untimed warm-up)
-    compile_s: float  #: first call's time minus the median: compiling, loading, first touch
+    compile_s: float  #: numba: a first call compiled from an empty cache in a new process; else first call minus median
     bytes: int  #: the fewest bytes the operation must move (inputs read once, output written once)
     flops: int  #: floating-point operations (2*n^3 for matmul)
     gbps: float | None = None  #: bytes / median_s / 1e9 (memory-bound operations)

@@ -19,8 +19,10 @@ import numpy as np
 
 from .. import _cuda_setup
 from . import cpu, gpu
-from .cases import TOLERANCE, Case, make_inputs, reference, relative_error, traffic
-from .harness import Timing, measure_in_turns
+from .cases import (
+    TOLERANCE, Case, cold_compile_s, make_inputs, reference, relative_error, traffic,
+)
+from .harness import Timing, measure_batched, measure_in_turns
 from .schema import Record, Results, clean_number
 from .system import gpu_details, make_header
 
@@ -53,6 +55,12 @@ class Plan:
     repeats: int | None = None  # default: 10, or 5 with quick
     warmup: int = 2
     include_simulator: bool = False
+    #: also time each CPU op through its backend's method (``backend.binary(...)``: what a
+    #: tensor operation pays) next to the bare loop
+    through_backend: bool = False
+    #: time each numba case's first call again in a fresh process with an empty numba
+    #: cache (``compile_s``: compiling from nothing), instead of first call minus median
+    cold_compile: bool = False
 
     def __post_init__(self) -> None:
         bad_ops = [op for op in self.ops if op not in SUMMED_OPS]
@@ -104,6 +112,11 @@ def _cases_for(plan: Plan, op: str, size: int, place: str, inputs, vendor: str |
             kernels = tuple(k for k in cpu.NUMBA_MATMUL_KERNELS
                             if k != "naive" or size <= NAIVE_MAX.get(("cpu", plan.speed), size))
             cases += cpu.numba_cases(op, size, inputs, kernels)
+        ceiling = next((c.key for c in cases if c.is_ceiling), None)
+        for backend in ("numpy", "numba") if plan.through_backend else ():
+            if backend in plan.backends and ceiling:
+                case = cpu.backend_case(backend, op, size, inputs, ceiling)
+                cases += [case] if case is not None else []
         return cases
     cases = gpu.cuda_cases(op, size, inputs, simulated=place == "sim", vendor=vendor)
     if op == "matmul" and vendor:
@@ -120,32 +133,39 @@ def measure_cases(cases: list[Case], plan: Plan,
     backfires: numba's threads and OpenBLAS's keep spinning on the cores for a
     while after each call, so alternating between them makes each wait for the
     other (measured: 8.0 ms for a 512^3 numba + numpy pair that takes 5.7 ms
-    apart). So CPU cases run all their calls in one block each.
+    apart). So CPU cases run all their calls in one block each, and a short call is
+    timed in a loop of many (:func:`~teachgrad.bench.harness.measure_batched`).
     """
     simulated = any(case.simulated for case in cases)
     options = dict(warmup=0 if simulated else plan.warmup,
                    repeats=1 if simulated else (plan.repeats or (5 if plan.quick else 10)),
                    budget_s=plan.budget_s)
     if cases and cases[0].device == "cpu":
-        return [measure_in_turns([case.work], [case.make_timer()],
-                                 first_call_timers=[case.make_first_call_timer()],
-                                 on_error=lambda _, error, i=i: on_error(i, error), **options)[0]
+        return [measure_batched(case.work, on_error=lambda _, error, i=i: on_error(i, error),
+                                **options)
                 for i, case in enumerate(cases)]
     return measure_in_turns([case.work for case in cases], [case.make_timer() for case in cases],
                             first_call_timers=[case.make_first_call_timer() for case in cases],
                             on_error=on_error, **options)
 
 
-def make_record(case: Case, timing: Timing, ref: np.ndarray) -> Record:
-    """A :class:`Record` from a case, its timing, and its answer checked against ``ref``."""
+def make_record(case: Case, timing: Timing, ref: np.ndarray, cold_compile: bool = False) -> Record:
+    """A :class:`Record` from a case, its timing, and its answer checked against ``ref``.
+
+    ``compile_s`` is the first call's time minus the median, or with ``cold_compile``,
+    for a case that compiles, its first call in a fresh process with an empty cache.
+    """
     nbytes, flops = traffic(case.op, case.size, case.dtype)
+    compile_s = timing.compile_s
+    if cold_compile and case.cold_start is not None:
+        compile_s = cold_compile_s(case.cold_start)
     median = timing.median_s
     # a simulator time is Python threads at work: keep it, but derive no throughput from it
     speed_known = median > 0 and not case.simulated
     return Record(
         op=case.op, backend=case.backend, kernel=case.kernel, device=case.device,
         dtype=str(case.dtype), size=case.size, shape=case.shape,
-        median_s=median, min_s=timing.min_s, repeats=timing.repeats, compile_s=timing.compile_s,
+        median_s=median, min_s=timing.min_s, repeats=timing.repeats, compile_s=compile_s,
         bytes=nbytes, flops=flops,
         gbps=clean_number(nbytes / median / 1e9) if case.op != "matmul" and speed_known else None,
         gflops=clean_number(flops / median / 1e9) if case.op == "matmul" and speed_known else None,
@@ -203,7 +223,7 @@ def measure_size(plan: Plan, op: str, size: int, where: str, vendor: str | None,
         if timing is None:
             continue
         try:
-            record = make_record(case, timing, ref)
+            record = make_record(case, timing, ref, plan.cold_compile)
         except Exception as error:  # reading the answer back failed
             failed(case.key, error)
             continue

@@ -1,0 +1,75 @@
+"""The lean path: tensor arithmetic when nothing is recorded and nobody watches.
+
+Every backward formula is ordinary tensor code (``grad * b``, ``grad * (1 - t * t)``),
+and the engine runs it with recording off. An operation's full path checks and
+promotes its arguments, builds a :class:`~teachgrad.autograd.function.Context` and
+runs its Function, several microseconds of Python in all. In the commonest case
+(two floating-point tensors of one dtype, shape and device, or one such tensor and
+a Python number) none of that changes the answer, which is one backend primitive on
+the two arrays. The wrappers here send exactly that case straight to the backend
+and every other call down the full path, unchanged.
+
+Nothing is lost by skipping: with recording off there is no node for
+``tg.graph`` to see, and while an observer (``tg.jit.trace``) is set every call
+takes the full path, so a trace sees every operation.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import function, grad_mode
+
+
+def _plain(self: Any, other: Any) -> Any:
+    """``other`` as the operation takes it when it needs no promotion or broadcasting
+    against ``self`` (a floating-point tensor), else ``None``: then the full path decides."""
+    kind = type(other)
+    if kind is float or kind is int:  # (not bool: True * x follows its own rules)
+        return float(other)  # a Python number keeps a float tensor's dtype, as in PyTorch
+    if (isinstance(other, function.Tensor) and other.dtype is self.dtype
+            and other.device is self.device and other._array.shape == self._array.shape):
+        return other
+    return None
+
+
+def binary_method(op: str, full: Callable[[Any, Any], Any], fn: type[function.Function],
+                  reflected: bool = False) -> Callable[[Any, Any], Any]:
+    """``Tensor.__<op>__`` (or, ``reflected``, ``__r<op>__``: ``1 - t``): ``full`` on the
+    operands, or for plain ones ``fn`` directly (recording: the checks ``full`` makes
+    would change nothing) or the backend's ``op`` (nothing recorded, nobody watching)."""
+    def method(self: Any, other: Any) -> Any:
+        if self.dtype.is_floating_point:
+            b = _plain(self, other)
+            if b is not None:
+                args = (b, self) if reflected else (self, b)
+                if function.observer is not None:
+                    return fn.apply(*args)
+                if grad_mode._enabled:
+                    return fn._apply(*args)
+                backend = self._backend
+                x, y = args  # (a Python number here is a float: see _plain)
+                return function.Tensor._make(
+                    backend.binary(op, x if type(x) is float else x._array,
+                                   y if type(y) is float else y._array), backend, self.device)
+        return full(other, self) if reflected else full(self, other)
+    method.__name__ = f"__r{op}__" if reflected else f"__{op}__"
+    method.__doc__ = full.__doc__
+    return method
+
+
+def unary_method(op: str, full: Callable[[Any], Any],
+                 fn: type[function.Function]) -> Callable[[Any], Any]:
+    """``Tensor.__neg__``, ``Tensor.tanh``, ...: ``full(self)``, or for a floating-point
+    tensor ``fn`` directly (recording) or the backend's ``op`` (nothing recorded)."""
+    def method(self: Any) -> Any:
+        if self.dtype.is_floating_point:
+            if function.observer is not None:
+                return fn.apply(self)
+            if grad_mode._enabled:
+                return fn._apply(self)
+            backend = self._backend
+            return function.Tensor._make(backend.unary(op, self._array), backend, self.device)
+        return full(self)
+    method.__name__ = full.__name__
+    method.__doc__ = full.__doc__
+    return method

@@ -1,0 +1,103 @@
+"""The numba CPU backend's fast lane: flat loops for the common case.
+
+Most operations a tensor program runs have C-contiguous operands of one float
+dtype and one shape, or an array and a Python number. For them the general
+loops of :mod:`teachgrad.backends.numba_cpu` (an input kind, strides and a
+shape array per operand) are more than needed, and on small arrays the
+Python around a loop costs more than the loop. Here each loop takes the
+arrays and nothing else: fewer arguments for numba's dispatcher to check on
+every call. Each function returns ``None`` when its case does not apply, and
+the backend then takes its general path.
+
+The output is still made in Python (``np.empty_like``): an array made inside
+compiled code costs microseconds to hand back to Python.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numba import prange
+
+from .base import COMPARISONS, Array, Scalar
+from .numba_cpu import (
+    BINARY_CODES, REDUCE_CODES, UNARY_CODES, _compile, apply_binary, apply_unary, fold,
+    parallel_for,
+)
+
+#: Dtypes of the flat loops (a set: a membership test hashes once).
+FLAT_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
+@functools.lru_cache(maxsize=None)
+def map_flat_loop(op: int, parallel: bool = True):
+    loop_range = prange if parallel else range
+
+    def map_flat(out, x):
+        o, v = out.reshape(out.size), x.reshape(x.size)
+        for i in loop_range(o.size):
+            o[i] = apply_unary(op, v[i])
+
+    return _compile(map_flat, parallel, error_model="numpy")
+
+
+@functools.lru_cache(maxsize=None)
+def zip_flat_loop(op: int, parallel: bool = True):
+    loop_range = prange if parallel else range
+
+    def zip_flat(out, a, b):
+        o, x, y = out.reshape(out.size), a.reshape(a.size), b.reshape(b.size)
+        for i in loop_range(o.size):
+            o[i] = apply_binary(op, x[i], y[i])
+
+    return _compile(zip_flat, parallel, error_model="numpy")
+
+
+@functools.lru_cache(maxsize=None)
+def zip_scalar_loop(op: int, parallel: bool = True):
+    loop_range = prange if parallel else range
+
+    def zip_scalar(out, a, b):
+        o, x = out.reshape(out.size), a.reshape(a.size)
+        for i in loop_range(o.size):
+            o[i] = apply_binary(op, x[i], b)
+
+    return _compile(zip_scalar, parallel, error_model="numpy")
+
+
+def _flat(x: Array) -> bool:
+    """A non-empty C-contiguous float32/float64 numpy array."""
+    return type(x) is np.ndarray and x.dtype in FLAT_DTYPES and x.flags.c_contiguous and x.size > 0
+
+
+def unary(op: str, x: Array) -> Array | None:
+    if not _flat(x):
+        return None
+    out = np.empty_like(x)
+    map_flat_loop(UNARY_CODES[op], parallel_for(x.size))(out, x)
+    return out
+
+
+def binary(op: str, a: Array | Scalar, b: Array | Scalar) -> Array | None:
+    if op in COMPARISONS or not _flat(a):
+        return None
+    if type(b) is np.ndarray:
+        if b.shape != a.shape or b.dtype is not a.dtype or not b.flags.c_contiguous:
+            return None
+        out = np.empty_like(a)
+        zip_flat_loop(BINARY_CODES[op], parallel_for(a.size))(out, a, b)
+        return out
+    if type(b) is float or type(b) is int:
+        out = np.empty_like(a)
+        # the scalar in the array's dtype, so float32 math stays float32 (as numpy's)
+        zip_scalar_loop(BINARY_CODES[op], parallel_for(a.size))(out, a, a.dtype.type(b))
+        return out
+    return None
+
+
+def reduce(op: str, x: Array, axes: tuple[int, ...] | None, keepdims: bool) -> Array | None:
+    """Every axis of one contiguous block on one core: one fold, no layout work."""
+    if not (axes is None or len(axes) == x.ndim) or not _flat(x) or parallel_for(x.size):
+        return None
+    total = np.array(fold(REDUCE_CODES[op], x.reshape(x.size)), dtype=x.dtype)
+    return total.reshape((1,) * x.ndim) if keepdims else total
