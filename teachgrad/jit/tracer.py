@@ -124,7 +124,7 @@ def _watching(tracer: Tracer) -> Iterator[None]:
         raise TracingError("tg.jit.trace was called while another trace is running. "
                            "Fix: trace the inner function on its own, then call it.")
     saved = {name: getattr(Tensor, name) for name in ("item", "numpy", "tolist", "__bool__",
-                                                      "_check_inplace", "detach")}
+                                                      "_check_writable", "detach")}
     saved_compare, saved_arg = functional._compare, functional._arg
 
     def breaks(method: str) -> Callable:
@@ -152,16 +152,19 @@ def _watching(tracer: Tracer) -> Iterator[None]:
         return saved["__bool__"](self)
 
     def guarded_inplace(self: Tensor) -> None:
+        # every in-place path checks that its target is writable before it writes
         if not tracer.depth and id(self) in tracer.values:
-            caller = sys._getframe(1).f_code.co_name
-            if caller.startswith("_"):
-                caller = sys._getframe(2).f_code.co_name
+            frame = sys._getframe(1)
+            while (frame.f_code.co_name.startswith("_") and not frame.f_code.co_name.startswith("__")
+                   and frame.f_back is not None):
+                frame = frame.f_back  # past the private helpers, to add_ / __setitem__ / ...
+            caller = frame.f_code.co_name
             raise TracingError(
                 f"graph break: the in-place operation {caller} writes into the result of "
                 f"{tracer.last_op_of(self)} inside a traced function; the graph records "
                 "operations that make new tensors, so the write would be lost. Fix: use the "
                 "out-of-place form (y = y + 1 instead of y += 1).")
-        return saved["_check_inplace"](self)
+        return saved["_check_writable"](self)
 
     def compare(op: str, a: Any, b: Any) -> Tensor:
         if tracer.depth:
@@ -185,7 +188,7 @@ def _watching(tracer: Tracer) -> Iterator[None]:
     for name in ("item", "numpy", "tolist"):
         setattr(Tensor, name, breaks(name))
     Tensor.__bool__ = guarded_bool
-    Tensor._check_inplace = guarded_inplace
+    Tensor._check_writable = guarded_inplace
     Tensor.detach = detach
     functional._compare, functional._arg = compare, arg_reduce
     try:
