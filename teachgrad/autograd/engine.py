@@ -196,6 +196,8 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool) -> Iterator[Back
             grads = _run_pre_hooks(node, grads)
         if isinstance(node, AccumulateGrad):
             _accumulate(node.variable, grads[0])
+            for hook in list(node.post_hooks):  # e.g. DDP: this gradient is ready to send
+                hook(node.variable)
             yield BackwardStep(index, node, tuple(grads), leaf=node.variable, rule=node.rule,
                                pending=len(ready))
             index += 1

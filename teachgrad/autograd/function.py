@@ -154,7 +154,7 @@ class Node:
 class AccumulateGrad:
     """The end of the line for a leaf: adds the incoming gradient into ``.grad``."""
 
-    __slots__ = ("variable", "pre_hooks", "sequence", "__weakref__")
+    __slots__ = ("variable", "pre_hooks", "post_hooks", "sequence", "__weakref__")
     next_functions: tuple = ()
     num_outputs = 1
     rule = "leaf.grad += incoming grad"
@@ -162,6 +162,7 @@ class AccumulateGrad:
     def __init__(self, variable: "Tensor") -> None:
         self.variable = variable
         self.pre_hooks: dict[int, list[Callable]] = {}
+        self.post_hooks: list[Callable] = []  # called with the leaf once .grad is updated
         self.sequence = float("inf")  # leaves take their gradient as soon as it is ready
 
     def name(self) -> str:
