@@ -14,6 +14,7 @@ from .layers import Dropout, Flatten, Identity, Linear, LogSoftmax, ReLU, Sigmoi
 from .loss import CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module
 from .parameter import Parameter
+from . import parallel  # noqa: E402  (DistributedDataParallel; MPI loads only when used)
 
 __all__ = [
     "Module", "Parameter", "Sequential",
