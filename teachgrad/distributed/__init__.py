@@ -14,7 +14,7 @@ timeline. The lesson's own ring all-reduce lives in :mod:`.ring`; choose it with
 ``init_process_group(allreduce="ring")`` or ``all_reduce(..., algorithm="ring")``.
 """
 from .collectives import ReduceOp, Work, all_gather, all_reduce, barrier, broadcast, reduce_scatter
-from .launch import RunResult, launch
+from .launcher import RunResult, launch
 from .process_group import (
     DistributedError, RankFailedError, destroy_process_group, get_rank, get_world_size,
     init_process_group, is_available, is_initialized,

@@ -79,11 +79,13 @@ def _check_group(group: Any) -> None:
 
 def _check_same_everywhere(what: str, arrays: Sequence[np.ndarray], extra: Any = None) -> None:
     """Raise on every rank, with every rank's shapes, if the ranks disagree."""
-    mine = ([list(a.shape) for a in arrays], str(arrays[0].dtype) if arrays else "", extra)
+    shapes = " ".join(str(list(a.shape)) for a in arrays)
+    mine = f"shape {shapes} {arrays[0].dtype if arrays else ''}"
+    if extra is not None:
+        mine += f" ({extra})"
     everyone = pg.allgather_object(mine, f"{what} (shape check)")
     if any(other != everyone[0] for other in everyone):
-        listing = "; ".join(f"rank {r}: shapes {s} dtype {d}" + (f" {x}" if x is not None else "")
-                            for r, (s, d, x) in enumerate(everyone))
+        listing = "; ".join(f"rank {r}: {text}" for r, text in enumerate(everyone))
         raise ValueError(
             f"{what}: the ranks passed different tensors ({listing}). Every rank must call "
             f"{what} with tensors of the same shape and dtype")

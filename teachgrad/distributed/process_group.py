@@ -170,8 +170,9 @@ def wait(requests: Sequence[Any], what: str) -> None:
     """Wait for MPI ``requests``; raise if another rank failed or the timeout passes.
 
     It spins on ``Testall`` (MPICH moves large messages forward only while some
-    MPI call runs, so sleeping here would slow the transfer) and looks for fault
-    notices every few milliseconds.
+    MPI call runs, so sleeping here would slow the transfer), yielding the core
+    to other processes between tries (ranks may outnumber cores), and looks for
+    fault notices every few milliseconds.
     """
     MPI = _mpi()
     g = group()
@@ -182,8 +183,6 @@ def wait(requests: Sequence[Any], what: str) -> None:
         if now >= next_look:
             raise_if_a_rank_failed(what)
             if now - start > g.timeout:
-                for request in requests:
-                    request.Cancel()
                 raise DistributedError(
                     f"rank {g.rank}: {what} timed out after {g.timeout:g} s: another rank never "
                     "joined it (it may have died, be stuck, or be running a different "
@@ -191,6 +190,7 @@ def wait(requests: Sequence[Any], what: str) -> None:
                     "order; raise the timeout in init_process_group(timeout=...) if a rank "
                     "is just slow")
             next_look = now + _CHECK_EVERY
+        os.sched_yield()
 
 
 def raise_if_a_rank_failed(what: str) -> None:

@@ -105,9 +105,9 @@ def ring_all_reduce(data: np.ndarray, reduce: Callable, comm: Any, wait: Wait = 
         record: if a list, one dict per step is appended: phase, step, chunks
             sent and received, and a copy of ``data`` after the step.
     """
-    rank, p = comm.Get_rank(), comm.Get_size()
     if data.ndim != 1 or not data.flags.c_contiguous:
         raise ValueError("ring_all_reduce works on a 1-D contiguous array: pass arr.reshape(-1)")
+    rank, p = comm.Get_rank(), comm.Get_size()
     bounds = chunk_bounds(data.size, p)
     right, left = (rank + 1) % p, (rank - 1) % p
     incoming = np.empty(max(stop - start for start, stop in bounds), dtype=data.dtype)

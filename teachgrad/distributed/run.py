@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 
-from .launch import mpiexec_command, rank_environment
+from .launcher import mpiexec_command, rank_environment
 
 
 def main(argv: list[str] | None = None) -> int:
