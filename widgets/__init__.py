@@ -5,7 +5,8 @@
 * :class:`SpeedChart` — measured time against size: numpy, numba CPU, GPU kernels;
 * :class:`ThreadMap` — which GPU thread handled which element (grid-stride loop);
 * :class:`TileView` — the phases of the shared-memory tiled matmul;
-* :class:`RaceView` — shared-memory races found by running a kernel with a log.
+* :class:`RaceView` — shared-memory races found by running a kernel with a log;
+* :class:`RankTimeline`, :class:`RingView` — a distributed job's ranks over time; the ring all-reduce step by step.
 
 Every widget draws data the engine recorded (a graph snapshot, the steps of
 the real backward generator, timings from ``teachgrad.bench``, logs of real
@@ -14,6 +15,8 @@ picture (SVG or PNG, ``.to_svg()``), which is what the book shows without a kern
 """
 from .graph_view import GraphView
 from .race_view import RaceView
+from .rank_timeline import RankTimeline
+from .ring_view import RingView
 from .render import GraphvizUnavailable, render_svg
 from .speed_chart import SpeedChart
 from .stepper import BackpropStepper
@@ -22,3 +25,4 @@ from .tile_view import TileView
 
 __all__ = ["BackpropStepper", "GraphView", "GraphvizUnavailable", "RaceView", "SpeedChart",
            "ThreadMap", "TileView", "render_svg"]
+__all__ += ["RankTimeline", "RingView"]

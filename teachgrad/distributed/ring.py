@@ -92,21 +92,25 @@ def _wait_all(requests: Sequence[Any], what: str) -> None:
     MPI.Request.Waitall(list(requests))
 
 
-def ring_all_reduce(data: np.ndarray, reduce: Callable, comm: Any, wait: Wait = _wait_all,
-                    record: list | None = None) -> None:
+def ring_all_reduce(data: np.ndarray, reduce: Callable = np.add, comm: Any = None,
+                    wait: Wait | None = None, record: list | None = None) -> None:
     """Reduce the 1-D contiguous ``data`` across the ranks of ``comm``, in place.
 
     Args:
         data: this rank's values; on return every rank holds the reduction.
         reduce: the elementwise reduction, e.g. ``np.add`` or ``np.maximum``.
-        comm: an MPI communicator (mpi4py).
-        wait: how to wait for the messages (the process group passes one that
-            never hangs); the default is MPI's ``Waitall``.
+        comm: an MPI communicator (mpi4py); by default the process group's.
+        wait: how to wait for the messages; by default the process group's
+            (which never hangs) with its communicator, else MPI's ``Waitall``.
         record: if a list, one dict per step is appended: phase, step, chunks
             sent and received, and a copy of ``data`` after the step.
     """
     if data.ndim != 1 or not data.flags.c_contiguous:
         raise ValueError("ring_all_reduce works on a 1-D contiguous array: pass arr.reshape(-1)")
+    if comm is None:
+        from . import process_group
+        comm, wait = process_group.group().comm, wait or process_group.wait
+    wait = wait or _wait_all
     rank, p = comm.Get_rank(), comm.Get_size()
     bounds = chunk_bounds(data.size, p)
     right, left = (rank + 1) % p, (rank - 1) % p
