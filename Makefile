@@ -58,12 +58,12 @@ system-deps:
 
 # -- targets ---------------------------------------------------------------------------
 
-lab: $(VENV)/.installed-lab
+lab: $(VENV)/.installed-lab+distributed
 	$(BIN)/jupyter lab notebooks/
 
 # Both test runs always happen; the target fails if either fails. Any pytest exit
 # status other than 0 fails it, including 5 ("no tests collected").
-test: system-deps $(VENV)/.installed-test+book
+test: system-deps $(VENV)/.installed-test+book+distributed
 	@status=0; \
 	$(BIN)/python -m pytest tests || status=$$?; \
 	$(NOTEBOOK_ENV) $(BIN)/python -m pytest --nbval --nbval-current-env \
