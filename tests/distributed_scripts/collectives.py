@@ -51,6 +51,16 @@ for algorithm in ("mpi", "ring"):
                 if t._array is not same_object:
                     problems.append(name + " not in place")
 
+# the ring against MPI's own Allreduce on the same data, ragged sizes
+for n in (1, 2, 3, 5, 1001, 65537):
+    case += 1
+    results = {}
+    for algorithm in ("mpi", "ring"):
+        t = tg.tensor(data_of(rank, (n,), "float32", case))
+        dist.all_reduce(t, algorithm=algorithm)
+        results[algorithm] = t.numpy()
+    expect(f"ring vs mpi, {n} floats", results["ring"], results["mpi"])
+
 # a transposed (non-contiguous) view is reduced in place into its own storage
 case += 1
 base = tg.tensor(data_of(rank, (3, 4), "float64", case))
