@@ -19,6 +19,7 @@ from .process_group import (
     DistributedError, RankFailedError, destroy_process_group, get_rank, get_world_size,
     init_process_group, is_available, is_initialized,
 )
+from . import ring, timeline
 from .timeline import span
 
 __all__ = [
