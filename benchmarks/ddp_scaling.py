@@ -32,7 +32,7 @@ from distributed_common import cpu_busy_fraction, stats
 LAYERS = (784, 1024, 1024, 10)
 
 
-def worker(mode: str, batch: int, steps: int, warmup: int) -> None:
+def worker(mode: str, batch: int, steps: int, warmup: int, bucket_mb: float) -> None:
     """Train for ``warmup + steps`` steps; rank 0 prints step times as a JSON line."""
     import teachgrad as tg
     import teachgrad.distributed as dist
@@ -46,7 +46,7 @@ def worker(mode: str, batch: int, steps: int, warmup: int) -> None:
     if mode == "ddp":
         dist.init_process_group("mpi")
         rank = dist.get_rank()
-        model = DistributedDataParallel(model, bucket_cap_mb=1.0)
+        model = DistributedDataParallel(model, bucket_cap_mb=bucket_mb)
     rng = np.random.default_rng(rank)
     x = tg.tensor(rng.normal(size=(batch, LAYERS[0])), dtype=tg.float32)
     y = tg.tensor(rng.integers(0, LAYERS[-1], size=batch))
@@ -71,11 +71,12 @@ def worker(mode: str, batch: int, steps: int, warmup: int) -> None:
                           "comm_share_rank0": comm_share}))
 
 
-def run(dist, mode: str, batch: int, steps: int, warmup: int) -> dict:
+def run(dist, mode: str, batch: int, steps: int, warmup: int, bucket_mb: float) -> dict:
     n = 2 if mode == "ddp" else 1
     job = dist.launch(__file__, n=n, timeout=600,
                       args=["--worker", mode, "--batch", str(batch), "--steps", str(steps),
-                            "--warmup", str(warmup)]).raise_for_status()
+                            "--warmup", str(warmup), "--bucket-mb", str(bucket_mb)]
+                      ).raise_for_status()
     return json.loads(job.stdout[0].strip().splitlines()[-1])
 
 
@@ -86,15 +87,17 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--bucket-mb", type=float, default=1.0, help="DDP's bucket_cap_mb")
     parser.add_argument("--out", default=str(RESULTS / "ddp_scaling.json"))
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.batch, args.steps, args.warmup)
+        worker(args.worker, args.batch, args.steps, args.warmup, args.bucket_mb)
         return
     import teachgrad.distributed as dist
 
     result = {"benchmark": "ddp_scaling", "header": header(None), "layers": LAYERS,
-              "global_batch": args.batch, "steps": args.steps, "rounds": args.rounds}
+              "global_batch": args.batch, "steps": args.steps, "rounds": args.rounds,
+              "bucket_cap_mb": args.bucket_mb}
     result["header"]["cpu_busy_before"] = cpu_busy_fraction()
     half = args.batch // 2
     configs = [("single", args.batch), ("single", half), ("ddp", half), ("ddp", args.batch)]
@@ -102,7 +105,7 @@ def main() -> None:
     comm_share: dict[str, list[float]] = {f"ddp-{b}": [] for b in (half, args.batch)}
     for _ in range(args.rounds):
         for mode, batch in configs:
-            out = run(dist, mode, batch, args.steps, args.warmup)
+            out = run(dist, mode, batch, args.steps, args.warmup, args.bucket_mb)
             times[f"{mode}-{batch}"] += out["step_s"]
             if mode == "ddp":
                 comm_share[f"ddp-{batch}"].append(out["comm_share_rank0"])
