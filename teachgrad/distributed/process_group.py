@@ -198,7 +198,10 @@ def raise_if_a_rank_failed(what: str) -> None:
     g = group()
     _collect_notices(g)
     if _failed_ranks:
-        failed = min(_failed_ranks)
+        # name the rank that failed on its own, not one that stopped because of it
+        originals = [r for r, text in _failed_ranks.items()
+                     if not text.startswith(RankFailedError.__name__)]
+        failed = min(originals or _failed_ranks)
         raise RankFailedError(
             f"rank {failed} failed with {_failed_ranks[failed]}; rank {g.rank} stops too "
             f"(its {what} cannot complete without rank {failed})", failed)
@@ -215,10 +218,12 @@ def _collect_notices(g: _Group) -> None:
 def _report_failure(exc_type: type, exc: BaseException, tb: Any) -> None:
     """The exception hook of a rank: print, tell the other ranks, then end the job.
 
-    A rank stopped by another's failure aborts at once. The rank that failed
-    first waits (up to ``TEACHGRAD_DIST_FAULT_GRACE`` seconds, default 5) for the
-    others to hear about it and name it in their own errors, then calls
-    ``MPI_Abort`` so that no rank is left waiting forever.
+    Every rank that fails — the first one, and those stopped because of it —
+    prints its error, sends every other rank a notice, and waits until all the
+    others have sent theirs (so that every rank has printed its own error) or
+    ``TEACHGRAD_DIST_FAULT_GRACE`` seconds have passed (default 5: a rank busy
+    computing, or already gone). Then it calls ``MPI_Abort``, so that no rank is
+    left waiting forever.
     """
     MPI = _mpi()
     g = _group
@@ -229,20 +234,16 @@ def _report_failure(exc_type: type, exc: BaseException, tb: Any) -> None:
     summary = f"{exc_type.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     sys.stderr.write(f"[teachgrad.distributed] rank {g.rank} failed with {summary}\n")
     sys.stderr.flush()
-    if isinstance(exc, RankFailedError):
-        sys.stdout.flush()
-        g.comm.Abort(1)
-        return
+    sys.stdout.flush()
     for other in range(g.size):
         if other != g.rank:
             g.faults.isend(summary, dest=other, tag=_FAULT_TAG)
     deadline = time.perf_counter() + float(os.environ.get("TEACHGRAD_DIST_FAULT_GRACE", 5))
     while time.perf_counter() < deadline:
-        _collect_notices(g)  # every rank failed the same way (a shape mismatch): no need to wait
+        _collect_notices(g)
         if len(_failed_ranks) == g.size - 1:
             break
         time.sleep(0.01)
-    sys.stdout.flush()
     timeline.dump()
     g.comm.Abort(1)
 
