@@ -355,6 +355,23 @@ class Tensor(InPlaceMethods):
         hooks.append(hook)
         return _RemovableHandle(hooks, hook)
 
+    def register_post_accumulate_grad_hook(
+            self, hook: Callable[["Tensor"], None]) -> _RemovableHandle:
+        """Call ``hook(self)`` each time backward has added into this leaf's ``.grad``.
+
+        As in PyTorch: only for leaves, and the hook sees the accumulated ``.grad``
+        (DistributedDataParallel uses it to send a gradient as soon as it is final).
+        """
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if not self.is_leaf:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors: "
+                "a non-leaf has no .grad to accumulate into. Fix: use register_hook(hook)")
+        hooks = self._accumulator().post_hooks
+        hooks.append(hook)
+        return _RemovableHandle(hooks, hook)
+
     def retain_grad(self) -> None:
         """Keep ``.grad`` on this non-leaf tensor after backward (leaves always keep it)."""
         if not self.requires_grad:

@@ -5,7 +5,8 @@
 * :class:`SpeedChart` — measured time against size: numpy, numba CPU, GPU kernels;
 * :class:`ThreadMap` — which GPU thread handled which element (grid-stride loop);
 * :class:`TileView` — the phases of the shared-memory tiled matmul;
-* :class:`RaceView` — shared-memory races found by running a kernel with a log.
+* :class:`RaceView` — shared-memory races found by running a kernel with a log;
+* :class:`RankTimeline`, :class:`RingView` — a distributed job's ranks over time; the ring all-reduce step by step.
 
 Every widget draws data the engine recorded (a graph snapshot, the steps of
 the real backward generator, timings from ``teachgrad.bench``, logs of real
@@ -16,6 +17,8 @@ from .graph_view import GraphView
 from .layer_stats import LayerStats  # per-layer activation/gradient statistics, from hooks
 from .live_curves import LiveCurves  # training curves fed by SummaryWriter.add_scalar
 from .race_view import RaceView
+from .rank_timeline import RankTimeline
+from .ring_view import RingView
 from .render import GraphvizUnavailable, render_svg
 from .speed_chart import SpeedChart
 from .stepper import BackpropStepper
@@ -26,3 +29,4 @@ from .tune_view import TuneView  # brackets and rungs of a teachgrad.tune search
 __all__ = ["BackpropStepper", "GraphView", "GraphvizUnavailable", "RaceView", "SpeedChart",
            "ThreadMap", "TileView", "render_svg"]
 __all__ += ["LayerStats", "LiveCurves", "TuneView"]
+__all__ += ["RankTimeline", "RingView"]

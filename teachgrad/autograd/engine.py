@@ -214,6 +214,8 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
             grads = _run_pre_hooks(node, grads)
         if type(node) is AccumulateGrad:
             _accumulate(node.variable, grads[0])
+            for hook in list(node.post_hooks):  # e.g. DDP: this gradient is ready to send
+                hook(node.variable)
             yield BackwardStep(index, node, tuple(grads), leaf=node.variable, rule=node.rule,
                                pending=len(heap)) if records else None
             index += 1

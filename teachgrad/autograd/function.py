@@ -170,7 +170,7 @@ class Node:
 class AccumulateGrad:
     """The end of the line for a leaf: adds the incoming gradient into ``.grad``."""
 
-    __slots__ = ("variable", "_pre_hooks", "sequence", "__weakref__")
+    __slots__ = ("variable", "_pre_hooks", "post_hooks", "sequence", "__weakref__")
     next_functions: tuple = ()
     num_outputs = 1
     rule = "leaf.grad += incoming grad"
@@ -178,6 +178,7 @@ class AccumulateGrad:
     def __init__(self, variable: "Tensor") -> None:
         self.variable = variable
         self._pre_hooks: dict[int, list[Callable]] | None = None  # made on first use
+        self.post_hooks: list[Callable] = []  # called with the leaf once .grad is updated
         self.sequence = float("inf")  # leaves take their gradient as soon as it is ready
 
     pre_hooks = Node.pre_hooks

@@ -23,6 +23,7 @@ from .module import Module
 from .norm import BatchNorm1d, BatchNorm2d, LayerNorm
 from .parameter import Parameter
 from .sparse import Embedding
+from . import parallel  # noqa: E402  (DistributedDataParallel; MPI loads only when used)
 
 __all__ = [
     "Module", "Parameter", "Sequential",

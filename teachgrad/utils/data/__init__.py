@@ -3,15 +3,18 @@
 * ``dataset.py``: :class:`Dataset`, :class:`TensorDataset`, :class:`Subset`, :func:`random_split`;
 * ``sampler.py``: :class:`Sampler`, :class:`SequentialSampler`, :class:`RandomSampler`,
   :class:`SubsetRandomSampler`, :class:`BatchSampler`;
-* ``dataloader.py``: :class:`DataLoader` and :func:`default_collate`.
+* ``dataloader.py``: :class:`DataLoader` and :func:`default_collate`;
+* ``distributed.py``: :class:`DistributedSampler`, one shard of a dataset per rank.
 
 (``tg.data`` adds synthetic data sets, ``make_moons`` and friends, and re-exports these.)
 """
 from .dataloader import DataLoader, default_collate
 from .dataset import Dataset, Subset, TensorDataset, random_split
+from .distributed import DistributedSampler
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler
 
 __all__ = [
     "Dataset", "TensorDataset", "Subset", "random_split", "DataLoader", "default_collate",
     "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler",
+    "DistributedSampler",
 ]
