@@ -153,7 +153,7 @@ def test_pairwise_distances_returning_numpy():
     feedback = ch02.check_pairwise_sq_distances(
         lambda A, B: ((A.numpy()[:, None] - B.numpy()[None]) ** 2).sum(-1))
     quiet_wrong(feedback, "A of shape (3, 2) and B of shape (4, 2) on cpu",
-                "returned a ndarray, not a teachgrad tensor")
+                "raised RuntimeError", "use tensor operations only")
 
 
 def test_pairwise_distances_without_new_axes():
@@ -248,7 +248,8 @@ class NaiveSigmoid(tg.autograd.Function):
 class SigmoidWithWrongBackward(tg.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        y = tg.sigmoid(x)
+        z = tg.exp(-x.abs())
+        y = tg.where(x >= 0, 1 / (1 + z), z / (1 + z))
         ctx.save_for_backward(y)
         return y
 
