@@ -244,6 +244,7 @@ class SpeedChart(widgets.VBox):
         self.dtype_picker = widgets.Dropdown(description="dtype")
         self.metric_picker = widgets.ToggleButtons(options=["time", "throughput"], value=metric)
         self.measure_button = widgets.Button(description="measure CPU now", icon="clock-o",
+                                             layout=widgets.Layout(width="auto"),
                                              disabled=live_cpu is None)
         self.image = widgets.Image(format="png")
         self.notes = widgets.HTML()
