@@ -1,7 +1,6 @@
 """How the widgets display: the live widget, plus a static picture for viewers without a kernel."""
 from __future__ import annotations
 
-import base64
 import html
 from typing import Any
 
@@ -36,8 +35,15 @@ class StaticSVG:
 
 
 def static_html(svg: str, name: str, note: str) -> str:
-    """The picture as an ``<img>`` with the SVG inlined as a data URI, and a one-line note."""
-    data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    """The picture as an ``<img>`` with the SVG inlined as a data URI, and a one-line note.
+
+    The SVG stays readable text (not base64), so the stored notebook diffs well
+    and nbval's sanitising patterns (node ids, versions) reach into it. A URL
+    drops line breaks, so they become spaces; ``%`` and ``#`` are escaped for
+    the URL, quotes and ``&`` for the HTML attribute.
+    """
+    flat = " ".join(svg.split("\n")).replace("\r", " ").replace("\t", " ")
+    data = html.escape(flat.replace("%", "%25").replace("#", "%23"), quote=True)
     return (f'<div class="teachgrad-static"><img alt="{html.escape(name)}: a picture of the '
-            f'widget" src="data:image/svg+xml;base64,{data}">'
+            f'widget" src="data:image/svg+xml;charset=utf-8,{data}">'
             f'<div style="font-size: 0.8em; color: #666">{html.escape(note)}</div></div>')

@@ -55,7 +55,10 @@ def check_two_layer_net(TwoLayerNet: type) -> Feedback:
                         hint="use every layer in forward")
         return Test(f"TwoLayerNet({n_in}, {hidden}, {n_out}) on a batch of {batch}", run)
 
-    sizes = [(3, 5, 2, 4), (2, 8, 3, 1), tuple(int(v) for v in unseen_rng().integers(2, 9, size=4))]
+    rng = unseen_rng()  # distinct sizes: the test finds each parameter by its shape
+    sizes = [(3, 5, 2, 4), (2, 8, 3, 1),
+             (*(int(v) for v in rng.choice(np.arange(2, 10), size=3, replace=False)),
+              int(rng.integers(1, 9)))]
     return check("5.1", [make(*size) for size in sizes], candidate=TwoLayerNet,
                  solved="your module registers its layers, computes Linear-ReLU-Linear, "
                         "and every parameter gets a gradient.")
