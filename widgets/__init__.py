@@ -5,13 +5,15 @@
 * :class:`SpeedChart` — measured time against size: numpy, numba CPU, GPU kernels;
 * :class:`ThreadMap` — which GPU thread handled which element (grid-stride loop);
 * :class:`TileView` — the phases of the shared-memory tiled matmul;
-* :class:`RaceView` — shared-memory races found by running a kernel with a log.
+* :class:`RaceView` — shared-memory races found by running a kernel with a log;
+* :class:`AccessMap` — who read and wrote each element of any kernel's arrays.
 
 Every widget draws data the engine recorded (a graph snapshot, the steps of
 the real backward generator, timings from ``teachgrad.bench``, logs of real
 kernel launches); none re-enacts the engine. Each also renders as a static
 picture (SVG or PNG, ``.to_svg()``), which is what the book shows without a kernel.
 """
+from .access_map import AccessMap
 from .graph_view import GraphView
 from .race_view import RaceView
 from .render import GraphvizUnavailable, render_svg
@@ -20,5 +22,5 @@ from .stepper import BackpropStepper
 from .thread_map import ThreadMap
 from .tile_view import TileView
 
-__all__ = ["BackpropStepper", "GraphView", "GraphvizUnavailable", "RaceView", "SpeedChart",
+__all__ = ["AccessMap", "BackpropStepper", "GraphView", "GraphvizUnavailable", "RaceView", "SpeedChart",
            "ThreadMap", "TileView", "render_svg"]

@@ -276,6 +276,7 @@ class AccessRecord:
     arrays: dict[str, np.ndarray]
     shared: set[str]
     accesses: list[Access]
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  #: every array, shared too
 
     @property
     def threads_per_block(self) -> int:
@@ -342,14 +343,34 @@ def record_accesses(kernel, grid, block, *args) -> AccessRecord:
     function = getattr(kernel, "py_func", kernel)
     names = function.__code__.co_varnames[:function.__code__.co_argcount]
     check_launch(kernel, grid, block, ())
-    with _simulator.tracing() as log, _atomics_logged():
+    with _simulator.tracing() as log, _atomics_logged(), _shared_shapes() as shapes:
         wrapped = [_TracedGlobal(np.array(a), name, log) if isinstance(a, np.ndarray) else a
                    for name, a in zip(names, args)]
         _simulated(kernel)[grid, block](*wrapped)
     arrays = {w.name: w.array for w in wrapped if isinstance(w, _TracedGlobal)}
     accesses = [Access(*entry[:6]) for entry in log if entry[5] != "B"]
     shared = {a.array for a in accesses} - set(arrays)
-    return AccessRecord(function.__name__, _dim3(grid), _dim3(block), arrays, shared, accesses)
+    shapes.update({name: a.shape for name, a in arrays.items()})
+    return AccessRecord(function.__name__, _dim3(grid), _dim3(block), arrays, shared, accesses,
+                        shapes)
+
+
+@contextmanager
+def _shared_shapes():
+    """While active, note the shape of every traced shared array the simulator creates."""
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    class ShapeNoting(TracedShared):
+        def __init__(self, array, name, log) -> None:
+            super().__init__(array, name, log)
+            shapes[name] = array.shape
+
+    saved = _simulator.TracedShared
+    _simulator.TracedShared = ShapeNoting  # what _simulator's shared-array hook instantiates
+    try:
+        yield shapes
+    finally:
+        _simulator.TracedShared = saved
 
 
 class _TracedGlobal(TracedShared):
