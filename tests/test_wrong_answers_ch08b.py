@@ -21,7 +21,8 @@ from test_exercises_ch06_09 import solution_source
 
 NOTEBOOK = "08b_kernel_practice"
 CHECKERS = {"histogram": ch08b.check_histogram, "block_scan": ch08b.check_block_scan,
-            "conv1d": ch08b.check_conv1d, "transpose": ch08b.check_transpose}
+            "conv1d": ch08b.check_conv1d, "transpose": ch08b.check_transpose,
+            "row_softmax": ch08b.check_row_softmax, "matvec": ch08b.check_matvec}
 
 
 def define(source: str, name: str):
@@ -278,7 +279,7 @@ def test_the_learner_edition_runs_to_the_end(tmp_path):
                    resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     printed = ["".join(o.get("text", "") for o in c.outputs) for c in learner.cells
                if c.cell_type == "code" and ".check_" in c.source]
-    assert len(printed) == 4 and all("not solved yet" in p for p in printed), printed
+    assert len(printed) == 6 and all("not solved yet" in p for p in printed), printed
     pictures = [c for c in learner.cells if "AccessMap.launch(" in c.source]
     assert pictures and all("fill in" in str(c.outputs) for c in pictures)
 
@@ -300,3 +301,127 @@ def test_access_map_draws_writers_atomics_and_reads():
     import pytest
     with pytest.raises(ValueError, match="no array named nope"):
         AccessMap(record_accesses(good, 1, 4, values, np.zeros(NBINS, np.int64)), arrays=["nope"])
+
+
+# -- 8b.5 row softmax ---------------------------------------------------------------------------
+
+def softmax_kernel(*, subtract_max=True, barrier_after_max=True, strided=True):
+    @cuda.jit
+    def softmax(x, out):
+        part = cuda.shared.array(THREADS, float64)
+        r, t = cuda.blockIdx.x, cuda.threadIdx.x
+        stop = x.shape[1] if strided else min(t + 1, x.shape[1])
+        best = -math.inf
+        for c in range(t, stop, THREADS):
+            best = max(best, x[r, c])
+        part[t] = best
+        cuda.syncthreads()
+        step = THREADS // 2
+        while step > 0:
+            if t < step:
+                part[t] = max(part[t], part[t + step])
+            cuda.syncthreads()
+            step //= 2
+        row_max = part[0] if subtract_max else 0.0
+        if barrier_after_max:
+            cuda.syncthreads()
+        total = 0.0
+        for c in range(t, stop, THREADS):
+            total += math.exp(x[r, c] - row_max)
+        part[t] = total
+        cuda.syncthreads()
+        step = THREADS // 2
+        while step > 0:
+            if t < step:
+                part[t] += part[t + step]
+            cuda.syncthreads()
+            step //= 2
+        for c in range(t, stop, THREADS):
+            out[r, c] = math.exp(x[r, c] - row_max) / part[0]
+    return softmax
+
+
+def test_softmax_without_subtracting_the_max_overflows():
+    rejected(ch08b.check_row_softmax(softmax_kernel(subtract_max=False)), "large values",
+             "subtract the row's max")
+
+
+def test_softmax_reusing_shared_memory_before_everyone_read_the_max():
+    rejected(ch08b.check_row_softmax(softmax_kernel(barrier_after_max=False)), "race")
+
+
+def test_softmax_covering_only_the_first_columns():
+    rejected(ch08b.check_row_softmax(softmax_kernel(strided=False)), "rows longer than a block",
+             "were never written", "each thread must loop")
+
+
+# -- 8b.6 matrix-vector product ------------------------------------------------------------------
+
+def matvec_kernel(*, barrier=True, chunked=False, serial=False):
+    @cuda.jit
+    def matvec(A, v, y):
+        part = cuda.shared.array(THREADS, float64)
+        r, t = cuda.blockIdx.x, cuda.threadIdx.x
+        acc = 0.0
+        if chunked:  # each thread a block of neighbouring columns: strided across the warp
+            per = (A.shape[1] + THREADS - 1) // THREADS
+            for c in range(t * per, min((t + 1) * per, A.shape[1])):
+                acc += A[r, c] * v[c]
+        else:
+            for c in range(t, A.shape[1], THREADS):
+                acc += A[r, c] * v[c]
+        part[t] = acc
+        if barrier:
+            cuda.syncthreads()
+        if serial:
+            if t == 0:
+                for k in range(1, THREADS):
+                    part[0] += part[k]
+        else:
+            step = THREADS // 2
+            while step > 0:
+                if t < step:
+                    part[t] += part[t + step]
+                if barrier:
+                    cuda.syncthreads()
+                step //= 2
+        if t == 0:
+            y[r] = part[0]
+    return matvec
+
+
+def test_matvec_without_barriers():
+    rejected(ch08b.check_matvec(matvec_kernel(barrier=False)), "race")
+
+
+def test_matvec_with_a_chunk_of_columns_per_thread_is_not_coalesced():
+    rejected(ch08b.check_matvec(matvec_kernel(chunked=True)), "reads of A are not coalesced")
+
+
+def test_matvec_summed_by_thread_zero_alone_races_with_nobody_but_is_checked():
+    # a serial sum after one barrier is correct and race-free; the tree is not required
+    # here, so this one must pass: the checker does not reject a right, slower answer
+    assert ch08b.check_matvec(matvec_kernel(serial=True)).status == SOLVED
+
+
+@cuda.jit
+def matvec_transposed_index(A, v, y):
+    part = cuda.shared.array(THREADS, float64)
+    r, t = cuda.blockIdx.x, cuda.threadIdx.x
+    acc = 0.0
+    for c in range(t, A.shape[1], THREADS):
+        acc += A[c % A.shape[0], r % A.shape[1]] * v[c]
+    part[t] = acc
+    cuda.syncthreads()
+    step = THREADS // 2
+    while step > 0:
+        if t < step:
+            part[t] += part[t + step]
+        cuda.syncthreads()
+        step //= 2
+    if t == 0:
+        y[r] = part[0]
+
+
+def test_matvec_with_row_and_column_swapped():
+    rejected(ch08b.check_matvec(matvec_transposed_index), "wrong value at y[")

@@ -1,4 +1,5 @@
-"""Checkers for *Kernel practice* (chapter 8b): histogram, scan, 1-D convolution, transpose.
+"""Checkers for *Kernel practice* (chapter 8b): histogram, scan, 1-D convolution, transpose,
+row softmax and matrix-vector product.
 
 Each checker compares the learner's kernel with its numpy spec on ragged and
 unseen sizes, then looks at *how* it got there from a recorded launch
@@ -330,3 +331,121 @@ def check_transpose(transpose: Callable) -> Feedback:
                         grid=(1, 1), block=(TILE, BLOCK_ROWS))]
     return check("8b.4", tests, candidate=transpose,
                  solved="coalesced reads and writes, and no bank conflicts in the tile.")
+
+
+# -- 8b.5: a row softmax ------------------------------------------------------------------------
+
+def softmax_spec(x: np.ndarray) -> np.ndarray:
+    shifted = np.exp(x - x.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
+
+
+def _row_tests(launch_and_compare: Callable, shapes: list, unseen) -> list[Test]:
+    """Value tests on fixed shapes, then one unseen random shape."""
+    fixed = np.random.default_rng(85)
+    tests = [launch_and_compare(shape, fixed, about) for shape, about in shapes]
+    shape = (int(unseen.integers(2, 6)), int(unseen.integers(33, 100)))
+    return tests + [launch_and_compare(shape, unseen, "unseen shape and values")]
+
+
+#: Logits whose exp overflows float64 (exp(710) already does) unless the max is subtracted.
+LARGE = np.array([[800.0, 799.0, 10.0, -5.0, 0.0, 1.0], [1000.0, -1000.0, 3.0, 2.0, 1.0, 0.0]])
+OVERFLOW_HINT = ("exp overflows for large inputs: subtract the row's max before exp; softmax "
+                 "does not change, and the largest exponent becomes 0")
+
+
+def check_row_softmax(row_softmax: Callable) -> Feedback:
+    """Exercise 8b.5: ``row_softmax[rows, THREADS](x, out)``, one block per row."""
+    def make(shape: tuple[int, int], rng: np.random.Generator | None, about: str) -> Test:
+        x = LARGE if rng is None else (rng.normal(size=shape) * 3).round(3)
+
+        def run() -> None:
+            _not_yet(row_softmax)
+            _, got = launch_on_host_arrays(row_softmax, shape[0], THREADS, x,
+                                           np.full(shape, np.nan))
+            expected = softmax_spec(x)
+            if np.allclose(got, expected, rtol=1e-9, atol=1e-12):
+                return
+            r, c = first_index(~np.isclose(got, expected, rtol=1e-9, atol=1e-12))
+            hint = ("per row: the max (a tree), then the sum of exp(x - max) (a tree), then "
+                    "exp(x - max) / sum; each thread takes columns t, t + THREADS, ...")
+            if np.isnan(got[:, THREADS:]).any():
+                hint = (f"columns past the first {THREADS} were never written: each thread "
+                        "must loop over columns t, t + THREADS, ... of its row")
+            elif not np.all(np.isfinite(got)):
+                hint = OVERFLOW_HINT
+            raise _blamed(row_softmax, Mismatch(f"wrong value at out[{r}, {c}]", expected[r, c],
+                                                got[r, c], hint),
+                          _softmax_race_args, grid=2)
+        return Test(f"x of shape {shape} ({about})", run, hint=OVERFLOW_HINT if rng is None else "")
+
+    unseen = unseen_rng()
+    shapes = [((3, 5), "short rows: most threads idle"),
+              ((2, 40), "rows longer than a block"), ((4, 70), "ragged")]
+    tests = _row_tests(make, shapes, unseen)
+    tests.insert(1, make(LARGE.shape, None, "large values: exp(800) overflows"))
+    tests.append(_race_test(row_softmax, _softmax_race_args,
+                            "a barrier after every write to the shared array, and one after "
+                            "everyone has read part[0], before the array is reused"))
+    return check("8b.5", tests, candidate=row_softmax,
+                 solved="a stable softmax per row: two tree reductions and one normalisation.")
+
+
+def _softmax_race_args() -> tuple:
+    x = np.arange(80.0).reshape(2, 40) / 10
+    return x, np.zeros_like(x)
+
+
+# -- 8b.6: a matrix-vector product -------------------------------------------------------------
+
+def check_matvec(matvec: Callable) -> Feedback:
+    """Exercise 8b.6: ``matvec[rows, THREADS](A, v, y)``, one block per row of A."""
+    def make(shape: tuple[int, int], rng: np.random.Generator, about: str) -> Test:
+        A = rng.integers(-9, 10, size=shape).astype(np.float64)
+        v = rng.integers(-9, 10, size=shape[1]).astype(np.float64)
+
+        def run() -> None:
+            _not_yet(matvec)
+            *_, got = launch_on_host_arrays(matvec, shape[0], THREADS, A, v,
+                                            np.full(shape[0], np.nan))
+            expected = A @ v
+            if np.array_equal(got, expected):
+                return
+            r = first_index(got != expected)
+            hint = ("y[r] = sum over c of A[r, c] * v[c]: thread t takes columns t, "
+                    "t + THREADS, ..., then the block adds the THREADS partial sums as a tree")
+            if np.isnan(got[r]):
+                hint = "y[r] was never written: thread 0 writes part[0] at the end"
+            raise _blamed(matvec, Mismatch(f"wrong value at y[{r}]", expected[r], got[r], hint),
+                          _matvec_race_args, grid=2)
+        return Test(f"A of shape {shape} ({about})", run)
+
+    def coalesced() -> Test:
+        def run() -> None:
+            from ..kernels.access_patterns import segments_per_step
+            from ..kernels.record import record_accesses
+
+            _not_yet(matvec)
+            record = record_accesses(matvec, 2, THREADS, *_matvec_race_args())
+            worst = max(segments_per_step(record, "A", "R", itemsize=8), default=0)
+            if worst > 2:
+                raise Mismatch(f"reads of A are not coalesced: one warp's reads touch {worst} "
+                               "different 128-byte segments", show_values=False,
+                               hint="thread t should read A[r, t], A[r, t + THREADS], ...: "
+                                    "neighbouring threads, neighbouring columns (not a block "
+                                    "of columns per thread)")
+        return Test("memory access pattern: A of shape (2, 64), recorded", run)
+
+    unseen = unseen_rng()
+    shapes = [((3, 5), "short rows"), ((2, 64), "two columns per thread"), ((5, 70), "ragged")]
+    tests = _row_tests(make, shapes, unseen)
+    tests += [_race_test(matvec, _matvec_race_args,
+                         "a barrier after the partial sums are written, and after each level"),
+              coalesced()]
+    return check("8b.6", tests, candidate=matvec,
+                 solved="one block per row, coalesced reads, a tree for the dot product.")
+
+
+def _matvec_race_args() -> tuple:
+    A = np.arange(128.0).reshape(2, 64) % 7
+    return A, np.ones(64), np.zeros(2)
