@@ -11,7 +11,7 @@ import teachgrad  # noqa: F401  (first: chooses GPU or simulator before numba lo
 import math
 
 import numpy as np
-from numba import cuda, float32, float64
+from numba import cuda, float32, float64, int64
 
 from teachgrad.exercises import ERROR, NOT_SOLVED_YET, SOLVED, WRONG, ch08b
 from teachgrad.exercises.ch08b import BLOCK_ROWS, NBINS, RADIUS, THREADS, TILE
@@ -22,11 +22,13 @@ from test_exercises_ch06_09 import solution_source
 NOTEBOOK = "08b_kernel_practice"
 CHECKERS = {"histogram": ch08b.check_histogram, "block_scan": ch08b.check_block_scan,
             "conv1d": ch08b.check_conv1d, "transpose": ch08b.check_transpose,
-            "row_softmax": ch08b.check_row_softmax, "matvec": ch08b.check_matvec}
+            "row_softmax": ch08b.check_row_softmax, "matvec": ch08b.check_matvec,
+            "im2col": ch08b.check_im2col, "row_argmax": ch08b.check_row_argmax}
 
 
 def define(source: str, name: str):
-    namespace = {"np": np, "cuda": cuda, "float32": float32, "float64": float64, "math": math,
+    namespace = {"np": np, "cuda": cuda, "float32": float32, "float64": float64, "int64": int64,
+                 "math": math,
                  "THREADS": THREADS, "NBINS": NBINS, "RADIUS": RADIUS, "TILE": TILE,
                  "BLOCK_ROWS": BLOCK_ROWS}
     exec(compile(source, f"<{name}>", "exec"), namespace)
@@ -279,7 +281,7 @@ def test_the_learner_edition_runs_to_the_end(tmp_path):
                    resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     printed = ["".join(o.get("text", "") for o in c.outputs) for c in learner.cells
                if c.cell_type == "code" and ".check_" in c.source]
-    assert len(printed) == 6 and all("not solved yet" in p for p in printed), printed
+    assert len(printed) == len(CHECKERS) and all("not solved yet" in p for p in printed), printed
     pictures = [c for c in learner.cells if "AccessMap.launch(" in c.source]
     assert pictures and all("fill in" in str(c.outputs) for c in pictures)
 
@@ -425,3 +427,96 @@ def matvec_transposed_index(A, v, y):
 
 def test_matvec_with_row_and_column_swapped():
     rejected(ch08b.check_matvec(matvec_transposed_index), "wrong value at y[")
+
+
+# -- 8b.7 im2col --------------------------------------------------------------------------------
+
+def im2col_kernel(*, swapped=False, width_off_by_one=False, one_pass=False):
+    @cuda.jit
+    def im2col(x, cols, K):
+        out_w = x.shape[1] - K + (0 if width_off_by_one else 1)
+        start, stop = cuda.grid(1), cols.size
+        step = cuda.gridsize(1)
+        if one_pass:
+            stop = min(stop, start + 1)
+        for e in range(start, stop, step):
+            p, q = e // (K * K), e % (K * K)
+            if swapped:
+                cols[p, q] = x[p // out_w + q % K, p % out_w + q // K]
+            else:
+                cols[p, q] = x[p // out_w + q // K, p % out_w + q % K]
+    return im2col
+
+
+@cuda.jit
+def im2col_patch_per_thread(x, cols, K):
+    out_w = x.shape[1] - K + 1
+    for p in range(cuda.grid(1), cols.shape[0], cuda.gridsize(1)):
+        for q in range(K * K):
+            cols[p, q] = x[p // out_w + q // K, p % out_w + q % K]
+
+
+def test_im2col_with_the_patch_transposed():
+    rejected(ch08b.check_im2col(im2col_kernel(swapped=True)), "wrong value at cols[",
+             "row q // K, column q % K")
+
+
+def test_im2col_with_the_output_width_off_by_one():
+    rejected(ch08b.check_im2col(im2col_kernel(width_off_by_one=True)), "out_w")
+
+
+def test_im2col_without_the_grid_stride_loop():
+    rejected(ch08b.check_im2col(im2col_kernel(one_pass=True)), "never written")
+
+
+def test_im2col_with_one_patch_per_thread():
+    rejected(ch08b.check_im2col(im2col_patch_per_thread), "entry 1 of cols",
+             "written by thread 0, not by thread 1")
+
+
+# -- 8b.8 row argmax ---------------------------------------------------------------------------
+
+def argmax_kernel(*, value_not_index=False, last_on_tie=False, barrier=True, strided=True):
+    @cuda.jit
+    def row_argmax(x, out):
+        vals = cuda.shared.array(THREADS, float64)
+        idxs = cuda.shared.array(THREADS, int64)
+        r, t = cuda.blockIdx.x, cuda.threadIdx.x
+        best, where = -math.inf, -1
+        stop = x.shape[1] if strided else min(t + 1, x.shape[1])
+        for c in range(t, stop, THREADS):
+            if x[r, c] > best or (last_on_tie and x[r, c] == best):
+                best, where = x[r, c], c
+        vals[t], idxs[t] = best, where
+        if barrier:
+            cuda.syncthreads()
+        step = THREADS // 2
+        while step > 0:
+            if t < step:
+                ov, oi = vals[t + step], idxs[t + step]
+                tie = ov == vals[t] and (oi > idxs[t] if last_on_tie else oi < idxs[t])
+                if oi >= 0 and (ov > vals[t] or tie or idxs[t] < 0):
+                    vals[t], idxs[t] = ov, oi
+            if barrier:
+                cuda.syncthreads()
+            step //= 2
+        if t == 0:
+            out[r] = int(vals[0]) if value_not_index else idxs[0]
+    return row_argmax
+
+
+def test_argmax_returning_the_value():
+    rejected(ch08b.check_row_argmax(argmax_kernel(value_not_index=True)), "wrong index for row")
+
+
+def test_argmax_keeping_the_last_of_equal_values():
+    rejected(ch08b.check_row_argmax(argmax_kernel(last_on_tie=True)), "ties",
+             "keep the smaller index")
+
+
+def test_argmax_without_barriers():
+    rejected(ch08b.check_row_argmax(argmax_kernel(barrier=False)), "race")
+
+
+def test_argmax_looking_only_at_the_first_columns():
+    rejected(ch08b.check_row_argmax(argmax_kernel(strided=False)), "rows longer than a block")

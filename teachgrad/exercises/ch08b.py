@@ -1,5 +1,5 @@
 """Checkers for *Kernel practice* (chapter 8b): histogram, scan, 1-D convolution, transpose,
-row softmax and matrix-vector product.
+row softmax, matrix-vector product, im2col and row argmax.
 
 Each checker compares the learner's kernel with its numpy spec on ragged and
 unseen sizes, then looks at *how* it got there from a recorded launch
@@ -449,3 +449,119 @@ def check_matvec(matvec: Callable) -> Feedback:
 def _matvec_race_args() -> tuple:
     A = np.arange(128.0).reshape(2, 64) % 7
     return A, np.ones(64), np.zeros(2)
+
+
+# -- 8b.7: im2col, the convolution as a matrix product -----------------------------------------
+
+def im2col_spec(x: np.ndarray, K: int) -> np.ndarray:
+    """Row ``p`` holds the ``p``-th ``K x K`` patch of ``x`` (patches in row-major order)."""
+    out_h, out_w = x.shape[0] - K + 1, x.shape[1] - K + 1
+    return np.array([x[i:i + K, j:j + K].ravel() for i in range(out_h) for j in range(out_w)])
+
+
+def check_im2col(im2col: Callable) -> Feedback:
+    """Exercise 8b.7: ``im2col[BLOCKS, THREADS](x, cols, K)`` with a grid-stride loop."""
+    def make(shape: tuple[int, int], K: int, rng: np.random.Generator, about: str) -> Test:
+        x = rng.integers(-9, 10, size=shape).astype(np.float64)
+
+        def run() -> None:
+            _not_yet(im2col)
+            expected = im2col_spec(x, K)
+            _, got = launch_on_host_arrays(im2col, BLOCKS, THREADS, x,
+                                           np.full(expected.shape, np.nan), K)
+            if np.array_equal(got, expected):
+                return
+            p, q = first_index(got != expected)
+            hint = (f"patch p starts at row p // out_w and column p % out_w (out_w = "
+                    f"W - K + 1 = {shape[1] - K + 1}); its element q is K x K row-major: "
+                    "row q // K, column q % K")
+            if np.isnan(got).any():
+                hint = ("some entries were never written: loop from cuda.grid(1) over all "
+                        "cols.size entries in steps of cuda.gridsize(1)")
+            raise Mismatch(f"wrong value at cols[{p}, {q}]", expected[p, q], got[p, q], hint)
+        return Test(f"x of shape {shape}, {K} x {K} patches ({about})", run,
+                    hint="an index past the edge of x: patches start at rows 0 .. H - K and "
+                         "columns 0 .. W - K, so out_w = W - K + 1")
+
+    def pattern() -> Test:
+        x = np.arange(8.0 * 9).reshape(8, 9)
+
+        def run() -> None:
+            from ..kernels.access_patterns import segments_per_step
+            from ..kernels.record import record_accesses
+
+            _not_yet(im2col)
+            cols = np.zeros(im2col_spec(x, 3).shape)
+            record = record_accesses(im2col, BLOCKS, THREADS, x, cols, 3)
+            owner = record.owner("cols", "W").ravel()
+            expected = np.arange(cols.size) % (BLOCKS * THREADS)
+            if not np.array_equal(owner, expected):
+                e = first_index(owner != expected)
+                raise Mismatch(f"entry {e} of cols (in memory order) was written by "
+                               f"{'several threads' if owner[e] == -2 else f'thread {owner[e]}'}"
+                               f", not by thread {expected[e]}", show_values=False,
+                               hint="spread the entries of cols over all threads with a "
+                                    "grid-stride loop over the flat index e = p * K*K + q")
+            worst = max(segments_per_step(record, "cols", "W", itemsize=8), default=0)
+            if worst > 2:
+                raise Mismatch(f"writes to cols touch {worst} segments per warp",
+                               show_values=False, hint="neighbouring threads, neighbouring e")
+        return Test("who wrote cols: x of shape (8, 9), 3 x 3 patches, recorded", run)
+
+    fixed = np.random.default_rng(87)
+    unseen = unseen_rng()
+    tests = [make((4, 4), 3, fixed, "two by two patches"), make((5, 7), 3, fixed, "ragged"),
+             make((6, 5), 2, fixed, "2 x 2 patches"), make((3, 3), 3, fixed, "a single patch"),
+             make(tuple(int(v) for v in unseen.integers(4, 10, size=2)), 3, unseen,
+                  "unseen shape and values"),
+             pattern()]
+    return check("8b.7", tests, candidate=im2col,
+                 solved="every patch unrolled into a row: the convolution is now one matmul.")
+
+
+# -- 8b.8: a row argmax: reducing (value, index) pairs ------------------------------------------
+
+def check_row_argmax(row_argmax: Callable) -> Feedback:
+    """Exercise 8b.8: ``row_argmax[rows, THREADS](x, out)``: ``np.argmax`` of each row."""
+    def make(x: np.ndarray, about: str) -> Test:
+        def run() -> None:
+            _not_yet(row_argmax)
+            _, got = launch_on_host_arrays(row_argmax, x.shape[0], THREADS, x,
+                                           np.full(x.shape[0], -7, dtype=np.int64))
+            expected = np.argmax(x, axis=1)
+            if np.array_equal(got, expected):
+                return
+            r = first_index(got != expected)
+            ties = np.flatnonzero(x[r] == x[r].max())
+            hint = ("keep (value, index) pairs: each thread its best over columns t, "
+                    "t + THREADS, ...; then a tree keeps the larger value of each pair of pairs")
+            if np.isclose(got[r], x[r].max()) and got[r] != expected[r]:
+                hint = "that is the largest value; the exercise asks for its position"
+            elif got[r] in ties:
+                hint = ("on a tie np.argmax gives the first position: keep the smaller index "
+                        "when two values are equal")
+            elif got[r] == -7:
+                hint = "out[r] was never written: thread 0 writes the winner's index at the end"
+            raise _blamed(row_argmax, Mismatch(f"wrong index for row {r}", expected[r], got[r],
+                                               hint), _argmax_race_args, grid=2)
+        return Test(f"x of shape {x.shape} ({about})", run)
+
+    fixed = np.random.default_rng(88)
+    unseen = unseen_rng()
+    ties = np.zeros((3, 70))
+    ties[0, [5, 40, 66]] = 9.0  # the first 9 is in thread 5's share, the others later
+    ties[1, [33, 1]] = 4.0
+    ties[2] = -1.0  # all equal: the answer is 0
+    n = int(unseen.integers(33, 100))
+    tests = [make(fixed.normal(size=(3, 5)).round(2), "short rows"),
+             make(fixed.normal(size=(4, 70)).round(2), "rows longer than a block"),
+             make(ties, "ties: the first position wins"),
+             make(unseen.integers(-50, 50, size=(3, n)).astype(np.float64), "unseen, with ties"),
+             _race_test(row_argmax, _argmax_race_args,
+                        "a barrier after the pairs are written, and after each level")]
+    return check("8b.8", tests, candidate=row_argmax,
+                 solved="np.argmax per row, ties included, as a tree over (value, index) pairs.")
+
+
+def _argmax_race_args() -> tuple:
+    return (np.arange(80.0).reshape(2, 40) * 7) % 11, np.zeros(2, dtype=np.int64)
