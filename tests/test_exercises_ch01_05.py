@@ -59,7 +59,6 @@ def stub(chapter: int, name: str):
 EXERCISES = [
     (1, "peak_fp32_tflops", ch01.check_peak_fp32_tflops, "1.1"),
     (1, "mma_flops", ch01.check_mma_flops, "1.2"),
-    (1, "async_finish_time", ch01.check_async_finish_time, "1.3"),
     (2, "broadcast_shape", ch02.check_broadcast_shape, "2.1"),
     (2, "pairwise_sq_distances", ch02.check_pairwise_sq_distances, "2.2"),
     (2, "min_max_scale_on_device", ch02.check_min_max_scale_on_device, "2.3"),

@@ -27,20 +27,20 @@ def rejected(feedback: Feedback, *words: str) -> None:
         assert word in feedback.message, feedback.message
 
 
-def lookup_table(chapter: int, name: str, checker, *, key=lambda *args: args):
+def lookup_table(chapter: int, name: str, checker, *, key=lambda *args: args, right=None):
     """A learner's table of the answers to the inputs the checker shows (0 otherwise).
 
     It records the reference answer for every input the checker tries on one
     run, then answers from the table on a second run, whose unseen inputs differ.
     """
-    right = reference(chapter, name)
+    right = right or reference(chapter, name)
     table = {}
 
     def recording(*args):
         table[key(*args)] = answer = right(*args)
         return answer
 
-    checker(recording, )
+    checker(recording)
 
     def from_table(*args):
         return table.get(key(*args), 0.0)
@@ -80,7 +80,9 @@ def test_async_finish_time_ignoring_a_slow_host():
 
 
 def test_async_finish_time_lookup_table():
-    table = lookup_table(1, "async_finish_time", ch01.check_async_finish_time)
+    # the exercise moved to chapter 10; its checker stays, with the reference answer here
+    table = lookup_table(1, "async_finish_time", ch01.check_async_finish_time,
+                         right=ch01.reference_async_finish_time)
     rejected(ch01.check_async_finish_time(table), "unseen", "wrong finish time")
 
 
@@ -105,7 +107,7 @@ def test_broadcast_shape_lookup_table():
         raise ValueError("not in my table")
     # the unseen pairs are random: a table fails on a broadcastable one, which comes up
     # in nearly every run; ten runs make a miss practically impossible
-    results = [ch02.check_broadcast_shape(from_table, ) for _ in range(10)]
+    results = [ch02.check_broadcast_shape(from_table) for _ in range(10)]
     assert not all(f.passed for f in results)
 
 
