@@ -17,7 +17,8 @@ from browser_harness import ROOT
 
 #: A chapter with stored widget outputs, and the widgets it shows.
 CHAPTERS = {"07_reductions_and_shared_memory.ipynb": "RaceView",
-            "06_gpu_programming_model.ipynb": "ThreadMap"}
+            "06_gpu_programming_model.ipynb": "ThreadMap",
+            "08b_kernel_practice.ipynb": "AccessMap"}
 
 WIDGET_CELLS = [
     "import teachgrad as tg\nfrom teachgrad.widgets import GraphView, BackpropStepper, ThreadMap",
@@ -26,9 +27,12 @@ WIDGET_CELLS = [
     "ThreadMap(10, blocks=2, threads_per_block=4)",
 ]
 
+# Outputs far down a long notebook are not laid out (JupyterLab skips what is off screen),
+# so pictures are counted by their source; the first one is scrolled to and must decode.
 OUTPUTS = """() => [...document.querySelectorAll('.jp-OutputArea-output')].map(o => ({
-    text: o.innerText.slice(0, 80),
-    images: [...o.querySelectorAll('img')].filter(i => i.complete && i.naturalWidth > 0).length,
+    text: o.textContent.trim().slice(0, 80),
+    images: [...o.querySelectorAll('img')].filter(
+        i => i.getAttribute('src').startsWith('data:image/svg+xml')).length,
 }))"""
 
 
@@ -38,7 +42,10 @@ def open_without_running(page, lab, path: str) -> list[dict]:
     page.wait_for_function(
         "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
         f" && window.jupyterapp.shell.currentWidget.context.path === {json.dumps(path)}")
-    page.locator(".jp-OutputArea-output img").first.wait_for(state="visible")
+    first = page.locator(".jp-OutputArea-output img").first
+    first.wait_for(state="attached")
+    first.evaluate("i => i.scrollIntoView({block: 'center'})")
+    page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=first.element_handle())
     page.wait_for_timeout(500)  # let every stored output render
     return page.evaluate(OUTPUTS)
 
