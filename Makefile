@@ -2,7 +2,9 @@
 # what it needs; the install is skipped while pyproject.toml and setup.py are
 # unchanged (a stamp file per set of extras in .venv/).
 #
-#   make lab       JupyterLab on the lessons in notebooks/
+#   make lab       JupyterLab on the learner edition (build/learner/, made when missing
+#                  or stale): exercises to fill in. Works as root too (--allow-root)
+#   make lab-solutions  JupyterLab on the reference edition in notebooks/ (solutions in)
 #   make test      every test: pytest over tests/ (browser tests included) and nbval
 #                  over the reference notebooks
 #   make book      the Jupyter Book site, from the notebooks' stored outputs
@@ -22,7 +24,7 @@ BENCH_RESULTS := benchmarks/results
 # extra arguments, e.g. make bench BENCH_ARGS=--quick
 BENCH_ARGS ?=
 
-.PHONY: lab test book learner bench clean system-deps
+.PHONY: lab lab-solutions test book learner bench clean system-deps
 
 # -- environment -----------------------------------------------------------------------
 
@@ -58,8 +60,14 @@ system-deps:
 
 # -- targets ---------------------------------------------------------------------------
 
+# extra arguments for jupyter lab, e.g. make lab LAB_ARGS="--port 9999"
+LAB_ARGS ?=
+
 lab: $(VENV)/.installed-lab
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/python scripts/lab.py -- $(LAB_ARGS)
+
+lab-solutions: $(VENV)/.installed-lab
+	$(BIN)/python scripts/lab.py --solutions -- $(LAB_ARGS)
 
 # Both test runs always happen; the target fails if either fails. Any pytest exit
 # status other than 0 fails it, including 5 ("no tests collected").

@@ -8,7 +8,8 @@ book shows, so the run is made deterministic: a fixed hash seed, ``cuda``
 tensors in numba's CUDA simulator (what CI has; pass ``--device auto`` to use a
 real GPU when there is one), and each notebook seeds teachgrad itself with
 ``tg.manual_seed``. Widget state is stored in the notebook metadata so the
-book can draw widgets without a running kernel.
+book can draw widgets without a running kernel. Solution cells are tagged
+``hide-input`` so the book shows each behind a "Show solution" toggle.
 """
 from __future__ import annotations
 
@@ -54,6 +55,21 @@ def merge_streams(notebook: nbformat.NotebookNode) -> None:
             cell.outputs = merged
 
 
+SOLUTION_TAG = "solution"
+HIDE_TAG = "hide-input"  # myst-nb: the source sits behind a toggle button in the book
+TOGGLE_PROMPTS = {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}
+
+
+def hide_solutions(notebook: nbformat.NotebookNode) -> None:
+    """Put each solution cell's source behind a "Show solution" toggle in the book."""
+    for cell in notebook.cells:
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type == "code" and SOLUTION_TAG in tags:
+            if HIDE_TAG not in tags:
+                cell.metadata["tags"] = [*tags, HIDE_TAG]
+            cell.metadata.setdefault("mystnb", {}).update(TOGGLE_PROMPTS)
+
+
 def execute(path: Path, timeout: int) -> float:
     """Run one notebook top to bottom in its own folder and save it; return seconds taken."""
     notebook = nbformat.read(path, as_version=4)
@@ -65,6 +81,7 @@ def execute(path: Path, timeout: int) -> float:
     executor.preprocess(notebook, {"metadata": {"path": str(path.parent)}})
     elapsed = time.perf_counter() - start
     merge_streams(notebook)
+    hide_solutions(notebook)
     nbformat.write(notebook, path)
     return elapsed
 

@@ -45,7 +45,10 @@ class SolutionStubPreprocessor(Preprocessor):
         tags = cell.get("metadata", {}).get("tags", [])
         if cell.cell_type == "code" and SOLUTION_TAG in tags:
             cell.source = learner_stub(cell.source)
-            cell.metadata["tags"] = [tag for tag in tags if tag != SOLUTION_TAG] + ["exercise"]
+            # the book's "Show solution" toggle has nothing to hide here
+            cell.metadata["tags"] = [tag for tag in tags
+                                     if tag not in (SOLUTION_TAG, "hide-input")] + ["exercise"]
+            cell.metadata.pop("mystnb", None)
         return cell, resources
 
     def preprocess(self, nb, resources):

@@ -2,7 +2,7 @@
 
 Like ``torch.cuda``::
 
-    tg.cuda.is_available()     # True: a GPU, or numba's CUDA simulator
+    tg.cuda.is_available()     # True only with a real GPU (as in PyTorch)
     tg.cuda.is_simulated()     # True when cuda tensors run in the simulator
     tg.cuda.get_device_name()  # "CUDA simulator" or the GPU's name
     tg.cuda.describe()         # one line: which, and why
@@ -30,8 +30,14 @@ __all__ = [
 
 
 def is_available() -> bool:
-    """Whether ``cuda`` tensors can run here (on a GPU or in the simulator)."""
-    if _cuda_setup.SETUP.mode == "none":
+    """Whether a real GPU runs ``cuda`` tensors here, as ``torch.cuda.is_available()`` means.
+
+    Without a GPU this is False even though ``device="cuda"`` still works (in
+    numba's CUDA simulator, see :func:`is_simulated`): the usual idiom
+    ``"cuda" if tg.cuda.is_available() else "cpu"`` must not pick a simulator
+    that is thousands of times slower than the CPU.
+    """
+    if _cuda_setup.SETUP.mode != "gpu":
         return False
     from numba import cuda
 
@@ -51,7 +57,7 @@ def get_device_name(device: int = 0) -> str:
 
 def device_count() -> int:
     """Number of devices ``cuda`` can use (the simulator counts as one)."""
-    if not is_available():
+    if _cuda_setup.SETUP.mode == "none":
         return 0
     if is_simulated():
         return 1

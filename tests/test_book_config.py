@@ -44,3 +44,15 @@ def test_toc_lists_every_chapter_notebook_in_order():
     assert not missing, f"chapters in book/_toc.yml without a notebook: {missing}"
     execute = yaml.safe_load((BOOK / "_config.yml").read_text())["execute"]
     assert execute["execute_notebooks"] == "off"
+
+
+def test_every_solution_sits_behind_a_show_solution_toggle():
+    import nbformat
+
+    for path in sorted((BOOK.parent / "notebooks").glob("[0-9]*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        solutions = [c for c in notebook.cells if "solution" in c.metadata.get("tags", [])]
+        for cell in solutions:
+            assert "hide-input" in cell.metadata["tags"], (path.name, cell.source[:60])
+            assert cell.metadata["mystnb"] == {"code_prompt_show": "Show solution",
+                                               "code_prompt_hide": "Hide solution"}

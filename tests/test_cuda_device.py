@@ -19,7 +19,7 @@ def run_python(code: str, **env) -> subprocess.CompletedProcess:
 
 
 def test_this_machine_runs_cuda_in_the_simulator():
-    assert tg.cuda.is_available()
+    assert not tg.cuda.is_available()  # PyTorch's meaning: a real GPU
     assert tg.cuda.is_simulated()
     assert tg.cuda.get_device_name() == "CUDA simulator"
     assert tg.cuda.device_count() == 1
@@ -134,3 +134,24 @@ def test_cross_entropy_forward_and_backward_match_cpu():
         grads.append((loss.item(), z.grad.cpu().numpy()))
     np.testing.assert_allclose(grads[1][0], grads[0][0], rtol=1e-6)
     np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-5, atol=1e-7)
+
+
+def test_the_simulated_device_warns_once_on_first_use_and_is_not_available():
+    result = run_python(
+        "import warnings; warnings.simplefilter('always')\n"
+        "import teachgrad as tg\n"
+        "print(tg.cuda.is_available())\n"
+        "device = 'cuda' if tg.cuda.is_available() else 'cpu'\n"
+        "print(device)\n"
+        "x = tg.ones(2, device='cuda')\n"
+        "y = tg.ones(2, device='cuda') + x\n"
+        "print(y.cpu().tolist())\n",
+        TEACHGRAD_CUDA="sim",
+    )
+    assert result.stdout.splitlines() == ["False", "cpu", "[2.0, 2.0]"]
+    assert result.stderr.count("SimulatedDeviceWarning") == 1, result.stderr
+    assert result.stderr.startswith("<string>:6: SimulatedDeviceWarning: teachgrad: 'cuda' "
+                                    "tensors run in numba's CUDA simulator here, not on a GPU "
+                                    "(TEACHGRAD_CUDA=sim)")
+    assert "10,000 to 100,000 times slower" in result.stderr
+    assert "not for training" in result.stderr

@@ -59,7 +59,6 @@ def stub(chapter: int, name: str):
 EXERCISES = [
     (1, "peak_fp32_tflops", ch01.check_peak_fp32_tflops, "1.1"),
     (1, "mma_flops", ch01.check_mma_flops, "1.2"),
-    (1, "async_finish_time", ch01.check_async_finish_time, "1.3"),
     (2, "broadcast_shape", ch02.check_broadcast_shape, "2.1"),
     (2, "pairwise_sq_distances", ch02.check_pairwise_sq_distances, "2.2"),
     (2, "min_max_scale_on_device", ch02.check_min_max_scale_on_device, "2.3"),
@@ -153,7 +152,7 @@ def test_pairwise_distances_returning_numpy():
     feedback = ch02.check_pairwise_sq_distances(
         lambda A, B: ((A.numpy()[:, None] - B.numpy()[None]) ** 2).sum(-1))
     quiet_wrong(feedback, "A of shape (3, 2) and B of shape (4, 2) on cpu",
-                "returned a ndarray, not a teachgrad tensor")
+                "raised RuntimeError", "use tensor operations only")
 
 
 def test_pairwise_distances_without_new_axes():
@@ -248,7 +247,8 @@ class NaiveSigmoid(tg.autograd.Function):
 class SigmoidWithWrongBackward(tg.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        y = tg.sigmoid(x)
+        z = tg.exp(-x.abs())
+        y = tg.where(x >= 0, 1 / (1 + z), z / (1 + z))
         ctx.save_for_backward(y)
         return y
 

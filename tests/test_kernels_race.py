@@ -3,6 +3,7 @@ import teachgrad  # noqa: F401  (first: chooses GPU or simulator before numba lo
 
 import numpy as np
 import pytest
+from numba import cuda, float64
 
 from teachgrad.kernels import race, reduce
 from teachgrad.kernels.transfer import to_device
@@ -48,3 +49,55 @@ def test_the_log_records_barriers_and_both_kinds_of_access():
     barriers_per_thread = [sum(1 for a in report.accesses if a.kind == "B" and a.thread[0] == t)
                            for t in range(4)]
     assert barriers_per_thread == [3, 3, 3, 3] and report.barriers == 3
+
+
+@cuda.jit
+def branchy_sum(x, out):
+    partial = cuda.shared.array(8, float64)
+    t = cuda.threadIdx.x
+    partial[t] = x[cuda.grid(1)]
+    cuda.syncthreads()
+    step = 4
+    while step > 0:
+        if t < step:
+            partial[t] += partial[t + step]
+            cuda.syncthreads()  # only the threads inside the if reach it
+        step //= 2
+    if t == 0:
+        out[cuda.blockIdx.x] = partial[0]
+
+
+def test_a_barrier_inside_a_branch_is_reported_even_when_the_answer_is_right():
+    x = np.arange(16, dtype=np.float64)
+    out = np.zeros(2)
+    report = race.race_check(branchy_sum, 2, 8, x, out)
+    np.testing.assert_array_equal(out, [28.0, 92.0])  # the simulator lets it through
+    assert not report.ok
+    first = report.barrier_mismatches[0]
+    assert first.block == (0, 0, 0) and first.line == 11
+    assert first.most == ((0, 0, 0), 4) and first.fewest == ((7, 0, 0), 1)
+    assert [t[0] for t in first.reached] == [0, 1, 2, 3]
+    assert [t[0] for t in first.skipped] == [4, 5, 6, 7]
+    text = first.describe()
+    assert text.startswith("block 0: not every thread reached the same barriers (thread 0 "
+                           "passed 4 barrier(s) but thread 7 only 1). The barrier at line 11 "
+                           "of the kernel (`cuda.syncthreads()  # only the threads inside the "
+                           "if reach it`) was reached by thread(s) 0-3 but skipped by thread(s) 4-7")
+    assert "move it out of the `if`" in text
+    assert report.first_problem() == text
+    assert report.summary().startswith("branchy_sum: barriers not reached by every thread -- block 0")
+
+
+def test_every_thread_passing_the_same_barriers_is_no_mismatch():
+    report = race.race_check(race.block_sum_kernel(8), 2, 8, np.ones(16), np.zeros(2))
+    assert report.barrier_mismatches == [] and report.first_problem() is None
+
+
+def test_mismatches_from_barrier_lines_directly():
+    a, b = ((0, 0, 0), (0, 0, 0)), ((0, 0, 0), (1, 0, 0))
+    lines = {a: [(5, "cuda.syncthreads()"), (9, "cuda.syncthreads()")],
+             b: [(5, "cuda.syncthreads()"), (12, "cuda.syncthreads()")]}
+    [mismatch] = race.find_barrier_mismatches(lines, 2)
+    assert mismatch.most[1] == mismatch.fewest[1] == 2
+    assert "the threads passed different barriers" in mismatch.describe()
+    assert mismatch.line == 9 and [t[0] for t in mismatch.skipped] == [1]

@@ -3,6 +3,7 @@ import teachgrad  # noqa: F401  (first: chooses GPU or simulator before numba lo
 
 import numpy as np
 import pytest
+from numba import cuda
 
 from teachgrad.kernels import record
 
@@ -74,3 +75,38 @@ def test_register_blocking_reads_shared_memory_less_than_tiling():
 def test_out_tile_must_exist():
     with pytest.raises(ValueError, match=r"out_tile \(2, 0\) is outside the grid of 2 x 2 output tiles"):
         record.record_tiled_matmul(6, 7, 5, tile=4, out_tile=(2, 0))
+
+
+@cuda.jit
+def saxpy(a, x, y):
+    for i in range(cuda.grid(1), y.size, cuda.gridsize(1)):
+        y[i] = a * x[i] + y[i]
+
+
+@cuda.jit
+def histogram(x, counts, racy):
+    i = cuda.grid(1)
+    if i < x.size:
+        cuda.atomic.add(counts, int(x[i]), 1)
+        racy[int(x[i])] += 1
+
+
+def test_record_accesses_knows_who_wrote_each_element_and_logs_atomics():
+    from teachgrad.kernels.record import record_accesses
+
+    x = np.arange(20.0)
+    y = np.ones(20)
+    record = record_accesses(saxpy, 2, 8, 2.0, x, y)
+    np.testing.assert_array_equal(y, np.ones(20))  # the caller's arrays are untouched
+    np.testing.assert_array_equal(record.arrays["y"], 2 * x + 1)
+    np.testing.assert_array_equal(record.owner("y"), np.arange(20) % 16)
+    np.testing.assert_array_equal(record.per_thread("W", "y"), [2] * 4 + [1] * 12)
+    np.testing.assert_array_equal(record.counts("x", "R"), np.ones(20))
+    assert record.shared == set() and record.grid == (2, 1, 1) and record.block == (8, 1, 1)
+
+    values = np.array([0, 1, 1, 3, 3, 3.0])
+    record = record_accesses(histogram, 1, 8, values, np.zeros(4), np.zeros(4))
+    np.testing.assert_array_equal(record.arrays["counts"], [1, 2, 0, 3])
+    np.testing.assert_array_equal(record.counts("counts", "A"), [1, 2, 0, 3])
+    assert record.lost_updates("counts") == []
+    assert record.lost_updates("racy") == [(1,), (3,)]

@@ -9,7 +9,7 @@ import pytest
 
 from teachgrad.bench.schema import SCHEMA_VERSION, Header, Record, Results, SchemaError, save
 from teachgrad.widgets import SpeedChart
-from teachgrad.widgets.speed_chart import Series, chart_data, find_crossover, load_sources
+from teachgrad.widgets.speed_chart import Series, chart_data, find_crossover, load_sources, plot
 
 SIZES = [10**k for k in range(2, 8)]
 
@@ -69,7 +69,8 @@ def test_simulator_timings_are_left_out_and_said_so(results_dir):
     assert any("6 timing(s) from numba's CUDA simulator left out" in n for n in data.notes)
     only_sim = chart_data(load_sources([results_dir / "sim.json", results_dir / "cpu.json"]), "add")
     assert only_sim.crossover is None and only_sim.floor is None
-    assert [s.backend for s in only_sim.series] == ["numba", "numpy"]
+    assert [s.backend for s in only_sim.series] == ["numba", "numpy", "model"]
+    assert only_sim.series[-1].model  # the simulator never stands in for a GPU; a model does
     assert any("No GPU timings" in n for n in only_sim.notes)
 
 
@@ -161,7 +162,47 @@ def test_without_result_files_it_can_start_from_a_live_measurement():
         return cpu_results(date="2099-01-01", sizes=SIZES[:2])
 
     chart = SpeedChart([], op="add", live_cpu=measure, measure_now=True)
-    assert sorted(s.backend for s in chart.data.series) == ["numba", "numpy"]
+    assert sorted(s.backend for s in chart.data.series) == ["model", "numba", "numpy"]
     assert any("No GPU timings" in n for n in chart.data.notes)
     with pytest.raises(ValueError, match="no timings to plot: run `python -m teachgrad.bench`"):
         SpeedChart([])
+
+
+def test_without_a_measured_gpu_a_dashed_model_from_published_figures_stands_in(results_dir):
+    from teachgrad.widgets.gpu_model import H100_SXM5
+
+    data = chart_data(load_sources(results_dir / "cpu.json"), "add")
+    [line] = [s for s in data.series if s.model]
+    assert line.label == "NVIDIA H100 SXM5: model from published figures, not measured"
+    assert line.sizes.tolist() == SIZES and not line.gpu
+    # launch latency + bytes / bandwidth: 12 bytes per float32 add element
+    expected = 17.6e-6 + 12 * np.array(SIZES) / 3.35e12
+    np.testing.assert_allclose(line.seconds, expected)
+    assert data.crossover is None and data.floor is None  # nothing measured on a GPU
+    # numpy: 1 ns per element; the model beats it once 1e-9 n > 17.6e-6 + 3.6e-12 n
+    assert data.model_crossover == 10**5
+    [note] = [n for n in data.notes if "dashed line is a model" in n]
+    assert "not a measurement" in note and "from 100,000 on" in note
+    for source in ("NVIDIA H100 Tensor Core GPU datasheet", "NVIDIA/numba-cuda pull request 288",
+                   "PCIe Gen5 x16"):
+        assert source in note
+    fig = plot(data)
+    [drawn] = [l for l in fig.axes[0].get_lines() if l.get_label() == line.label]
+    assert drawn.get_linestyle() == "--" and drawn.get_marker() in ("None", None, "")
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "model (not measured): GPU would win from 100000" in texts
+    # the model's own arithmetic, with the data starting on the host
+    assert H100_SXM5.seconds("add", 1000, data_on_host=True) == pytest.approx(
+        17.6e-6 + 12_000 / 3.35e12 + 12_000 / 64e9)
+    assert H100_SXM5.seconds("matmul", 4096) == pytest.approx(17.6e-6 + 2 * 4096 ** 3 / 67e12)
+    with pytest.raises(ValueError, match="no model for 'softmax'"):
+        H100_SXM5.seconds("softmax", 10)
+
+
+def test_a_recorded_gpu_replaces_the_model(results_dir):
+    data = chart_data(load_sources([results_dir / "cpu.json", results_dir / "gpu.json"]), "add")
+    assert not any(s.model for s in data.series) and data.model_crossover is None
+    assert data.crossover == 10**5
+    throughput = chart_data(load_sources(results_dir / "cpu.json"), "add", metric="throughput")
+    [line] = [s for s in throughput.series if s.model]
+    np.testing.assert_allclose(line.values, 12 * np.array(SIZES) / line.seconds / 1e9)

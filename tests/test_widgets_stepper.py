@@ -1,5 +1,5 @@
 """BackpropStepper: it drives the real backward engine, records each step, and ends
-with the same .grad as loss.backward()."""
+with the gradients loss.backward() gives from zero, kept to itself."""
 import numpy as np
 import pytest
 
@@ -26,6 +26,10 @@ def grads(leaves):
     return {name: t.grad.numpy() for name, t in leaves.items()}
 
 
+def own(stepper):
+    return {name: g.numpy() for name, g in stepper.grads.items()}
+
+
 def target_id(step):
     return node_id(step.leaf if step.leaf is not None else step.node)
 
@@ -38,13 +42,31 @@ def test_run_to_end_gives_the_grads_of_loss_backward():
     fresh_loss.backward()
     assert stepper.done
     for name in leaves:
-        np.testing.assert_allclose(grads(leaves)[name], grads(fresh)[name], rtol=1e-6)
+        np.testing.assert_allclose(own(stepper)[name], grads(fresh)[name], rtol=1e-6)
+        assert leaves[name].grad is None  # the learner's tensors are left alone
     # and they are the analytic gradients
     x, w = fresh["x"].detach().numpy(), fresh["w"].detach().numpy()
-    np.testing.assert_allclose(grads(leaves)["x"],
+    np.testing.assert_allclose(own(stepper)["x"],
                                2 * x * w + np.array([1, 1, 2]) * (1 - np.tanh(x * [1, 1, 2]) ** 2),
                                rtol=1e-5)
-    np.testing.assert_allclose(grads(leaves)["b"], 3.0)
+    np.testing.assert_allclose(own(stepper)["b"], 3.0)
+
+
+def test_a_backward_in_a_later_cell_neither_shows_up_nor_changes():
+    loss, leaves = build()
+    stepper = BackpropStepper(loss, names=leaves)
+    stepper.step()
+    stepper.step()
+    loss.backward(retain_graph=True)  # what a later cell does after Run All
+    live = grads(leaves)
+    stepper.run_to_end()
+    fresh_loss, fresh = build()
+    fresh_loss.backward()
+    for name in leaves:
+        np.testing.assert_allclose(own(stepper)[name], grads(fresh)[name], rtol=1e-6)
+        np.testing.assert_array_equal(grads(leaves)[name], live[name])
+    b_step = next(r for r in stepper.records if r.step.leaf is leaves["b"])
+    assert "b.grad</code>, which is now <code>3" in b_step.panel
 
 
 def test_steps_come_in_the_engines_order_with_its_values():
@@ -96,7 +118,7 @@ def test_back_shows_the_recorded_step_without_running_the_engine():
         stepper.step()
     panel_at_3, svg_at_3 = stepper.panel.value, stepper.to_svg()
     stepper.run_to_end()
-    final = grads(leaves)
+    final = own(stepper)
     n = len(stepper.steps)
     for _ in range(n - 3):
         stepper.back_button.click()
@@ -108,7 +130,7 @@ def test_back_shows_the_recorded_step_without_running_the_engine():
     assert leaves_then == {"b": 3.0, "w": None, "x": None}
     assert ">grad 3<" in svg_at_3 and svg_at_3.count(">grad ") == 1
     assert len(stepper.steps) == n  # nothing re-ran ...
-    for name, value in grads(leaves).items():  # ... and the leaves keep their final grads
+    for name, value in own(stepper).items():  # ... and the run keeps its final grads
         np.testing.assert_array_equal(value, final[name])
     stepper.step()  # forward again replays the record
     assert stepper.current_step == 4 and len(stepper.steps) == n
@@ -129,18 +151,22 @@ def test_an_input_used_twice_shows_accumulation():
     assert stepper.done
 
 
-def test_reset_restores_the_grads_from_before_the_stepper():
+def test_the_run_starts_from_zero_and_reset_starts_it_again():
     loss, leaves = build(x_grad=[10.0, 10.0, 10.0])
     stepper = BackpropStepper(loss, names=leaves)
     stepper.run_to_end()
-    after_first_run = grads(leaves)
-    stepper.reset_button.click()
+    after_first_run = own(stepper)
+    fresh_loss, fresh = build()
+    fresh_loss.backward()
+    np.testing.assert_allclose(after_first_run["x"], grads(fresh)["x"], rtol=1e-6)  # not +10
     np.testing.assert_array_equal(leaves["x"].grad.numpy(), [10.0, 10.0, 10.0])
     assert leaves["w"].grad is None and leaves["b"].grad is None
+    stepper.reset_button.click()
+    assert all(g is None for g in stepper.grads.values())
     assert (stepper.current_step, stepper.steps, stepper.done) == (0, [], False)
     assert stepper.back_button.disabled and not stepper.step_button.disabled
     stepper.run_to_end()  # a second full run lands on the same grads, not twice them
-    for name, value in grads(leaves).items():
+    for name, value in own(stepper).items():
         np.testing.assert_array_equal(value, after_first_run[name])
 
 

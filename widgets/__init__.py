@@ -6,16 +6,22 @@
 * :class:`ThreadMap` — which GPU thread handled which element (grid-stride loop);
 * :class:`TileView` — the phases of the shared-memory tiled matmul;
 * :class:`RaceView` — shared-memory races found by running a kernel with a log;
-* :class:`RankTimeline`, :class:`RingView` — a distributed job's ranks over time; the ring all-reduce step by step.
+* :class:`AccessMap` — who read and wrote each element of any kernel's arrays;
+* :class:`LiveCurves`, :class:`LayerStats` — training curves and per-layer statistics,
+  fed by ``SummaryWriter`` calls and module hooks;
+* :class:`TuneView` — the brackets and rungs of a ``teachgrad.tune`` search;
+* :class:`RankTimeline`, :class:`RingView` — a distributed job's ranks over time; the ring
+  all-reduce step by step.
 
 Every widget draws data the engine recorded (a graph snapshot, the steps of
 the real backward generator, timings from ``teachgrad.bench``, logs of real
 kernel launches); none re-enacts the engine. Each also renders as a static
 picture (SVG or PNG, ``.to_svg()``), which is what the book shows without a kernel.
 """
+from .access_map import AccessMap
 from .graph_view import GraphView
-from .layer_stats import LayerStats  # per-layer activation/gradient statistics, from hooks
-from .live_curves import LiveCurves  # training curves fed by SummaryWriter.add_scalar
+from .layer_stats import LayerStats
+from .live_curves import LiveCurves
 from .race_view import RaceView
 from .rank_timeline import RankTimeline
 from .ring_view import RingView
@@ -24,9 +30,8 @@ from .speed_chart import SpeedChart
 from .stepper import BackpropStepper
 from .thread_map import ThreadMap
 from .tile_view import TileView
-from .tune_view import TuneView  # brackets and rungs of a teachgrad.tune search
+from .tune_view import TuneView
 
-__all__ = ["BackpropStepper", "GraphView", "GraphvizUnavailable", "RaceView", "SpeedChart",
-           "ThreadMap", "TileView", "render_svg"]
-__all__ += ["LayerStats", "LiveCurves", "TuneView"]
-__all__ += ["RankTimeline", "RingView"]
+__all__ = ["AccessMap", "BackpropStepper", "GraphView", "GraphvizUnavailable", "LayerStats",
+           "LiveCurves", "RaceView", "RankTimeline", "RingView", "SpeedChart", "ThreadMap",
+           "TileView", "TuneView", "render_svg"]

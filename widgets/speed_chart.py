@@ -12,6 +12,11 @@ CPU backends on this machine. On log-log axes it marks:
 
 Every curve is labelled with the device and date it was measured on (or "this
 machine, now"), so recorded GPU results can sit beside live CPU timings.
+When no GPU timings of the op were loaded, a **modelled** GPU line stands in
+(:mod:`.gpu_model`): computed from a named GPU's published figures, drawn
+dashed, labelled "model from published figures, not measured", with its
+sources in the notes, and its crossover marked as the model's. A results file
+recorded on a real GPU replaces it.
 Timings from numba's CUDA *simulator* are never drawn: the simulator runs
 each GPU thread as a Python thread, so its times measure Python, not a GPU.
 The chart says how many it left out.
@@ -27,7 +32,10 @@ from typing import Any, Callable, Iterable
 import ipywidgets as widgets
 import numpy as np
 
+from teachgrad.bench.cases import traffic
 from teachgrad.bench.schema import Record, Results, load, load_dir
+
+from .gpu_model import H100_SXM5, MODELLED_OPS, GPUModel
 
 #: Where ``python -m teachgrad.bench`` writes result files in a teachgrad checkout.
 DEFAULT_RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
@@ -43,6 +51,7 @@ class Series:
     sizes: np.ndarray
     seconds: np.ndarray  #: median time at each size
     values: np.ndarray  #: what is plotted: seconds, or GB/s / GFLOP/s
+    model: bool = False  #: computed from published figures, not measured
 
     @property
     def gpu(self) -> bool:
@@ -62,6 +71,7 @@ class ChartData:
     crossover: int | None = None  #: size from which the GPU wins (None: it does not)
     floor: float | None = None  #: the GPU kernels' fastest time, in seconds
     notes: list[str] = field(default_factory=list)
+    model_crossover: int | None = None  #: where the *modelled* GPU would win (not measured)
 
 
 @dataclass
@@ -123,8 +133,11 @@ def find_crossover(cpu: list[Series], gpu: list[Series]) -> int | None:
 
 
 def chart_data(sources: list[Source], op: str, dtype: str = "float32",
-               metric: str = "time") -> ChartData:
-    """Group the records of ``op`` into curves; find the crossover and the floor."""
+               metric: str = "time", model: GPUModel | None = H100_SXM5) -> ChartData:
+    """Group the records of ``op`` into curves; find the crossover and the floor.
+
+    Without measured GPU timings, ``model`` (None: none) adds a modelled GPU line.
+    """
     if metric not in ("time", "throughput"):
         raise ValueError(f"metric must be 'time' or 'throughput', not {metric!r}")
     ops = sorted({r.op for s in sources for r in s.results.records})
@@ -165,7 +178,31 @@ def chart_data(sources: list[Source], op: str, dtype: str = "float32",
     else:
         data.notes.append("No GPU timings for this op: load a results file made by "
                           "`python -m teachgrad.bench` on a machine with a GPU.")
+        if model is not None and cpu and op in MODELLED_OPS:
+            _add_model(data, cpu, model)
     return data
+
+
+def _add_model(data: ChartData, cpu: list[Series], model: GPUModel) -> None:
+    """The modelled GPU line at the CPU's sizes, its crossover, and its sources in the notes."""
+    sizes = np.unique(np.concatenate([s.sizes for s in cpu]))
+    seconds = model.times(data.op, sizes, data.dtype)
+    if data.metric == "time":
+        values = seconds
+    else:
+        amounts = [traffic(data.op, int(n), np.dtype(data.dtype)) for n in sizes]
+        per = np.array([flops if data.op == "matmul" else moved for moved, flops in amounts])
+        values = per / seconds / 1e9
+    line = Series(model.label, "model", False, sizes, seconds, values, model=True)
+    data.series.append(line)
+    data.model_crossover = find_crossover(cpu, [line])
+    where = (f"from {data.model_crossover:,} on" if data.model_crossover is not None
+             else "at none of the sizes measured")
+    data.notes.append(
+        f"The dashed line is a model of an {model.name} from published figures, not a "
+        f"measurement: launch latency + max(bytes / bandwidth, FLOPs / FP32 peak), data "
+        f"already on the GPU. It is a best case. By the model, that GPU would beat this "
+        f"CPU {where}. Sources: " + "; ".join(model.sources()))
 
 
 def plot(data: ChartData, ax: Any = None) -> Any:
@@ -180,7 +217,10 @@ def plot(data: ChartData, ax: Any = None) -> Any:
         fig = ax.figure
     colours = plt.get_cmap("tab10")
     for i, s in enumerate(data.series):
-        style = ":" if s.ceiling else ("-" if s.gpu else "--")
+        if s.model:  # never to be mistaken for a measurement: dashed, no markers, grey
+            ax.plot(s.sizes, s.values, ls="--", lw=2, color="dimgrey", label=s.label)
+            continue
+        style = ":" if s.ceiling else "-"
         ax.plot(s.sizes, s.values, marker="o" if s.gpu else "s", ms=4, ls=style,
                 color=colours(i % 10), label=s.label)
     ax.set_xscale("log")
@@ -197,6 +237,12 @@ def plot(data: ChartData, ax: Any = None) -> Any:
         ax.annotate(f"GPU wins from {data.crossover}", (data.crossover, 0.97),
                     xycoords=("data", "axes fraction"), xytext=(3, 0), textcoords="offset points",
                     ha="left", va="top", fontsize=8, color="crimson", rotation=90)
+    if data.model_crossover is not None:
+        ax.axvline(data.model_crossover, color="dimgrey", ls="--", lw=1)
+        ax.annotate(f"model (not measured): GPU would win from {data.model_crossover}",
+                    (data.model_crossover, 0.97), xycoords=("data", "axes fraction"),
+                    xytext=(3, 0), textcoords="offset points", ha="left", va="top", fontsize=8,
+                    color="dimgrey", rotation=90)
     if data.series:
         ax.legend(fontsize=7, loc="best")
     ax.grid(True, which="both", alpha=0.25)
@@ -244,6 +290,7 @@ class SpeedChart(widgets.VBox):
         self.dtype_picker = widgets.Dropdown(description="dtype")
         self.metric_picker = widgets.ToggleButtons(options=["time", "throughput"], value=metric)
         self.measure_button = widgets.Button(description="measure CPU now", icon="clock-o",
+                                             layout=widgets.Layout(width="auto"),
                                              disabled=live_cpu is None)
         self.image = widgets.Image(format="png")
         self.notes = widgets.HTML()

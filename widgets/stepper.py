@@ -7,11 +7,18 @@
 
 The stepper does not compute gradients itself. It pulls steps from
 :func:`teachgrad.autograd.backward_steps` — the generator that
-``loss.backward()`` exhausts — so the order, the values and the ``.grad`` of every
-leaf are exactly what ``backward()`` produces. Each step is recorded when it is
+``loss.backward()`` exhausts — so the order and the values of every step are
+exactly what ``backward()`` produces. Each step is recorded when it is
 produced (the :class:`~teachgrad.autograd.BackwardStep`, a graph snapshot and
 copies of the gradients), so going *back* shows what happened then instead of
 recomputing it.
+
+The stepper's run starts from zero and keeps its gradients to itself
+(:attr:`BackpropStepper.grads`): while a step runs, each leaf's ``.grad`` holds
+the stepper's own value, and afterwards it gets back whatever it held before.
+So a ``backward()`` in a later cell neither shows up in the stepper nor is
+changed by it, and the stepper's last step shows the gradients one
+``loss.backward()`` gives from zero.
 
 Numbering: ``current_step == k`` means ``k`` steps have run and step ``k`` (the
 one with ``index == k - 1``) is the one shown; ``0`` is the graph before
@@ -19,6 +26,7 @@ backprop starts.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -99,9 +107,9 @@ class BackpropStepper(StaticSVG, widgets.VBox):
         nodes = reachable_nodes(loss)
         self._most_steps = len(nodes)  # the slider's range until the engine says it is done
         self._leaves = [n.variable for n in nodes if isinstance(n, AccumulateGrad)]
-        self._grads_before = [None if t.grad is None else t.grad.detach().clone()
-                              for t in self._leaves]
-        self._start_graph = snapshot(loss, names=self.names, max_nodes=max_nodes)
+        self._own: list[Any] = [None] * len(self._leaves)  # this run's grads, from zero
+        with self._own_grads():
+            self._start_graph = snapshot(loss, names=self.names, max_nodes=max_nodes)
         self.records: list[StepRecord] = []
         self.current_step = 0
         self.done = False
@@ -113,7 +121,7 @@ class BackpropStepper(StaticSVG, widgets.VBox):
         self.step_button = widgets.Button(description="step", icon="step-forward",
                                           tooltip="run the next node's backward")
         self.reset_button = widgets.Button(description="reset", icon="undo",
-                                           tooltip="restore the leaves' .grad and start again")
+                                           tooltip="start backprop again from zero")
         self.slider = widgets.IntSlider(value=0, min=0, max=1, description="step",
                                         continuous_update=False)
         self.play = widgets.Play(value=0, min=0, max=1, interval=900, description="play")
@@ -138,6 +146,26 @@ class BackpropStepper(StaticSVG, widgets.VBox):
         return [r.step for r in self.records]
 
     @property
+    def grads(self) -> dict[str, Any]:
+        """This run's gradient of each leaf so far (None: not reached yet), by name."""
+        names = {id(t): name for name, t in self.names.items()} if self.names else {}
+        return {names.get(id(t), f"leaf {i}"): g
+                for i, (t, g) in enumerate(zip(self._leaves, self._own))}
+
+    @contextlib.contextmanager
+    def _own_grads(self):
+        """Swap this run's gradients into the leaves for a moment; put the learner's back."""
+        outside = [t.grad for t in self._leaves]
+        for leaf, own in zip(self._leaves, self._own):
+            leaf.grad = own
+        try:
+            yield
+        finally:
+            self._own = [t.grad for t in self._leaves]
+            for leaf, theirs in zip(self._leaves, outside):
+                leaf.grad = theirs
+
+    @property
     def highlighted(self) -> str | None:
         """Graph node id of the step shown (None before the first step)."""
         return self.records[self.current_step - 1].highlighted if self.current_step else None
@@ -152,15 +180,14 @@ class BackpropStepper(StaticSVG, widgets.VBox):
         self._go_to(self.current_step - 1)
 
     def run_to_end(self) -> None:
-        """Run every remaining step; afterwards each leaf's ``.grad`` is what backward() gives."""
+        """Run every remaining step; afterwards :attr:`grads` holds what backward() gives."""
         while not self.done:
             self._produce()
         self._go_to(len(self.records))
 
     def reset(self) -> None:
-        """Put every leaf's ``.grad`` back as it was and start backprop again."""
-        for leaf, before in zip(self._leaves, self._grads_before):
-            leaf.grad = None if before is None else before.clone()
+        """Start backprop again, from zero."""
+        self._own = [None] * len(self._leaves)
         self._steps_source = backward_steps(self.loss, retain_graph=True)
         self.records, self.done, self.current_step = [], False, 0
         self._svg_cache.clear()
@@ -169,15 +196,16 @@ class BackpropStepper(StaticSVG, widgets.VBox):
 
     def _produce(self) -> None:
         """Run one more step of the engine and record it."""
-        try:
-            step = next(self._steps_source)
-        except StopIteration:  # only when the graph had nothing to run
-            self.done = True
-            return
-        graph = snapshot(self.loss, names=self.names, max_nodes=self.max_nodes)
-        target = step.leaf if step.leaf is not None else step.node
-        record = StepRecord(step, graph, node_id(target), "")
-        record.panel = self._explain(record)
+        with self._own_grads():
+            try:
+                step = next(self._steps_source)
+            except StopIteration:  # only when the graph had nothing to run
+                self.done = True
+                return
+            graph = snapshot(self.loss, names=self.names, max_nodes=self.max_nodes)
+            target = step.leaf if step.leaf is not None else step.node
+            record = StepRecord(step, graph, node_id(target), "")
+            record.panel = self._explain(record)
         self.records.append(record)
         self.done = step.pending == 0  # the engine says nothing else is ready to run
 
@@ -232,8 +260,9 @@ class BackpropStepper(StaticSVG, widgets.VBox):
                     'arrived.</div>')
         html = self.records[k - 1].panel
         if self.done and k == len(self.records):
-            html += ("<p><b>Backprop finished:</b> every leaf now holds the same "
-                     "<code>.grad</code> that <code>loss.backward()</code> gives.</p>")
+            html += ("<p><b>Backprop finished:</b> the stepper's gradients are the ones "
+                     "<code>loss.backward()</code> gives, starting from zero (the stepper keeps "
+                     "them to itself: your tensors' <code>.grad</code> is unchanged).</p>")
         return html
 
     def _explain(self, record: StepRecord) -> str:

@@ -49,8 +49,9 @@ def draw_thread_map(record: Any, colour_by: str = "block") -> str:
     font = 10 if cell == 30 else 8
     per_row = 32  # memory-order strip: wrap after this many elements
     body, y = [], 14
-    title = "memory order: element i, and tN = the grid thread that handled it"
-    body.append(_svg.text(4, y, title, 12, "start", "bold"))
+    titles = ("Memory order: element i, handled by grid thread tN",
+              "Threads × passes of the grid-stride loop (cell: element i)")
+    body.append(_svg.text(4, y, titles[0], 12, "start", "bold"))
     y += 12
     for i in range(record.n):
         x0, y0 = 40 + (i % per_row) * cell, y + (i // per_row) * (cell + 4)
@@ -62,8 +63,7 @@ def draw_thread_map(record: Any, colour_by: str = "block") -> str:
                               font - 1))
     y += ((record.n - 1) // per_row + 1) * (cell + 4) + 18
 
-    body.append(_svg.text(4, y, "threads × passes of the grid-stride loop (cell: element i)",
-                          12, "start", "bold"))
+    body.append(_svg.text(4, y, titles[1], 12, "start", "bold"))
     y += 14
     for b in range(record.blocks):  # block headers over their threads
         x0 = 60 + b * record.threads_per_block * cell
@@ -91,7 +91,9 @@ def draw_thread_map(record: Any, colour_by: str = "block") -> str:
                 body.append(_svg.rect(x0, y0, cell - 2, cell, colours[i], title=f"element {i}"))
                 body.append(_svg.text(x0 + cell / 2 - 1, y0 + cell / 2, str(i), font))
     height = y + max(record.passes, 1) * (cell + 2) + 8
-    width = max(60 + record.total_threads * cell, 40 + min(record.n, per_row) * cell) + 10
+    title_width = 8 + 7 * max(len(t) for t in titles)  # 12 px bold: about 7 px a character
+    width = max(60 + record.total_threads * cell, 40 + min(record.n, per_row) * cell,
+                title_width) + 10
     return _svg.document(width, height, body, "thread-map")
 
 

@@ -26,3 +26,18 @@ document.addEventListener("DOMContentLoaded", function () {
     };
   }
 });
+
+// 3. A widget in the book is a static copy drawn from its stored state: no kernel runs
+//    behind it, so its buttons and sliders do nothing here. Say so under each one.
+document.addEventListener("DOMContentLoaded", function () {
+  var views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]');
+  views.forEach(function (view) {
+    var note = document.createElement("p");
+    note.className = "teachgrad-static-note";
+    note.style.fontSize = "0.8em";
+    note.style.color = "#666";
+    note.textContent = "A static copy of the widget: its buttons and sliders work when you " +
+      "run this chapter in JupyterLab (make lab).";
+    view.parentNode.insertBefore(note, view.nextSibling);
+  });
+});

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from .core import Feedback, Mismatch, Test, check
+from .core import Feedback, Mismatch, Test, check, unseen_rng
 
 
 def _close(a: float, b: float) -> bool:
@@ -43,6 +43,12 @@ def check_peak_fp32_tflops(peak_fp32_tflops: Callable) -> Feedback:
         ("an H100 SXM5 (published): 132 SMs, 128 FP32 cores each, 1.98 GHz", (132, 128, 1.98)),
         ("one core at 1 GHz: 1 SM, 1 core, 1.0 GHz", (1, 1, 1.0)),
     ]
+    rng = unseen_rng()
+    for _ in range(2):
+        args = (int(rng.integers(2, 200)), int(rng.choice([32, 64, 128])),
+                round(float(rng.uniform(0.8, 2.6)), 2))
+        cases.append((f"a GPU you have not seen: {args[0]} SMs, {args[1]} FP32 cores each, "
+                      f"{args[2]} GHz", args))
 
     def make(description: str, args: tuple) -> Test:
         sms, cores, ghz = args
@@ -60,7 +66,9 @@ def check_peak_fp32_tflops(peak_fp32_tflops: Callable) -> Feedback:
 
 def check_mma_flops(mma_flops: Callable) -> Feedback:
     """Exercise 1.2: FLOPs of ``D = A @ B + C`` with A (m, k), B (k, n), C (m, n)."""
+    rng = unseen_rng()
     cases = [(4, 4, 4), (16, 8, 16), (2, 3, 5), (1, 1, 1), (3, 1, 7)]
+    cases += [tuple(int(v) for v in rng.integers(1, 300, size=3)) for _ in range(2)]
 
     def make(m: int, n: int, k: int) -> Test:
         slips = [(m * n * (2 * k - 1), "you counted A @ B; the tensor core also adds C: "
@@ -96,6 +104,11 @@ def check_async_finish_time(async_finish_time: Callable) -> Feedback:
         ("host 0.5 ms, device 2 ms, 10 kernels", (0.5, 2.0, 10)),
         ("no kernels at all: host 1 ms, device 1 ms, 0 kernels", (1.0, 1.0, 0)),
     ]
+    rng = unseen_rng()
+    for _ in range(2):
+        args = (round(float(rng.uniform(0.1, 5)), 2), round(float(rng.uniform(0.1, 5)), 2),
+                int(rng.integers(2, 40)))
+        cases.append((f"unseen: host {args[0]} ms, device {args[1]} ms, {args[2]} kernels", args))
 
     def make(description: str, args: tuple) -> Test:
         host, device, n = args

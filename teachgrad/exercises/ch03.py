@@ -7,8 +7,12 @@ import numpy as np
 
 import teachgrad as tg
 
-from .core import (Feedback, Test, check, expect_close, expect_true,
-                   numerical_gradient, to_numpy)
+from .core import (Feedback, Test, check, counting_backward, expect_close, expect_true,
+                   numerical_gradient, to_numpy, unseen_rng)
+
+
+def _unseen_seed() -> int:
+    return int(unseen_rng().integers(2**31))
 
 
 def _mse(X: np.ndarray, y: np.ndarray, w: np.ndarray, b: float) -> float:
@@ -24,7 +28,8 @@ def _problem(seed: int, n: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndar
 def check_linear_mse_grads(linear_mse_grads: Callable) -> Feedback:
     """Exercise 3.1: gradients of mean((X @ w + b - y)**2) by hand, in numpy."""
     problems = [("4 samples, 3 features", 0, 4, 3), ("1 sample, 2 features", 1, 1, 2),
-                ("5 samples, 1 feature", 2, 5, 1)]
+                ("5 samples, 1 feature", 2, 5, 1),
+                ("unseen random data: 7 samples, 4 features", _unseen_seed(), 7, 4)]
 
     def make(description: str, seed: int, n: int, d: int) -> Test:
         X, y, w, b = _problem(seed, n, d)
@@ -64,7 +69,8 @@ def check_gradient_by_microbatches(gradient_by_microbatches: Callable) -> Feedba
     """Exercise 3.2: accumulate the full-batch gradient over micro-batches."""
     cases = [("6 samples in micro-batches of 2", 3, 6, 2, 2),
              ("5 samples in micro-batches of 2 (the last one has 1 sample)", 4, 5, 3, 2),
-             ("3 samples in one micro-batch of 3", 5, 3, 2, 3)]
+             ("3 samples in one micro-batch of 3", 5, 3, 2, 3),
+             ("unseen random data: 7 samples in micro-batches of 3", _unseen_seed(), 7, 2, 3)]
 
     def make(description: str, seed: int, n: int, d: int, size: int) -> Test:
         X, y, w0, _ = _problem(seed, n, d)
@@ -72,11 +78,17 @@ def check_gradient_by_microbatches(gradient_by_microbatches: Callable) -> Feedba
         def run() -> None:
             w = tg.tensor(w0, dtype=tg.float64, requires_grad=True)
             expected = numerical_gradient(lambda v: _mse(X, y, v, 0.0), w0)
-            got = gradient_by_microbatches(w, tg.tensor(X), tg.tensor(y), size)
+            with counting_backward() as passes:
+                got = gradient_by_microbatches(w, tg.tensor(X), tg.tensor(y), size)
             expect_true(got is not None, "your function returned None",
                         hint="return w.grad after the last backward()")
-            got_np = np.asarray(to_numpy(got), dtype=np.float64)
             n_chunks = -(-n // size)
+            expect_true(passes[0] == n_chunks,
+                        f"your code called backward() {passes[0]} time(s); {n} samples in "
+                        f"micro-batches of {size} make {n_chunks} micro-batches, one backward() each",
+                        hint="the point is to never hold the whole batch's graph: loop over "
+                             "slices X[start:start + size], and call backward() on each slice's loss")
+            got_np = np.asarray(to_numpy(got), dtype=np.float64)
             if got_np.shape == expected.shape and n_chunks > 1 and n % size == 0 \
                     and np.allclose(got_np, expected * n_chunks, rtol=1e-3):
                 hint = ("each micro-batch's loss must be divided by the full batch size N, "
@@ -115,15 +127,22 @@ def check_train_linear(train_linear: Callable) -> Feedback:
     """Exercise 3.3: gradient descent by hand: backward, update under no_grad, zero the grads."""
     cases = [("4 samples, 2 features, 3 steps, lr=0.1", 6, 4, 2, 3, 0.1),
              ("6 samples, 3 features, 5 steps, lr=0.05", 7, 6, 3, 5, 0.05),
-             ("2 samples, 1 feature, 1 step, lr=0.5", 8, 2, 1, 1, 0.5)]
+             ("2 samples, 1 feature, 1 step, lr=0.5", 8, 2, 1, 1, 0.5),
+             ("unseen random data: 5 samples, 2 features, 4 steps, lr=0.1",
+              _unseen_seed(), 5, 2, 4, 0.1)]
 
     def make(description: str, seed: int, n: int, d: int, steps: int, lr: float) -> Test:
         X, y, _, _ = _problem(seed, n, d)
 
         def run() -> None:
             expected_w, expected_b = _reference_descent(X, y, steps, lr)
-            got = train_linear(tg.tensor(X, dtype=tg.float32), tg.tensor(y, dtype=tg.float32),
-                               steps, lr)
+            with counting_backward() as passes:
+                got = train_linear(tg.tensor(X, dtype=tg.float32),
+                                   tg.tensor(y, dtype=tg.float32), steps, lr)
+            expect_true(passes[0] == steps,
+                        f"your code called backward() {passes[0]} time(s) in {steps} step(s)",
+                        hint="the gradients must come from autograd: one loss.backward() per "
+                             "step, not a formula in numpy")
             expect_true(isinstance(got, tuple) and len(got) == 2,
                         "return the pair (w, b)", hint="end with `return w, b`")
             w, b = got

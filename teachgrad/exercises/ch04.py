@@ -8,7 +8,8 @@ import numpy as np
 
 import teachgrad as tg
 
-from .core import Feedback, Mismatch, Test, check, expect_close, expect_true, numerical_gradient
+from .core import (Feedback, Mismatch, Test, check, expect_close, expect_true, numerical_gradient,
+                   to_numpy, unseen_rng, watching_ops)
 
 
 def _stable_sigmoid(x: np.ndarray) -> np.ndarray:
@@ -77,10 +78,48 @@ def check_sigmoid_function(Sigmoid: type) -> Feedback:
                          hint="the backward must multiply the incoming grad by y * (1 - y)")
         return Test("a random 2 x 3 float64 x, against finite differences", run)
 
-    tests = [values([-3.0, 0.0, 2.5], tg.float32), values([-100.0, 100.0], tg.float32),
-             values([-800.0, 800.0], tg.float64), finite_differences()]
+    unseen = (unseen_rng().normal(size=5) * 30).round(2).tolist()
+    tests = [one_node_inside(Sigmoid, [-3.0, 0.0, 2.5]),
+             values([-3.0, 0.0, 2.5], tg.float32), values([-100.0, 100.0], tg.float32),
+             values([-800.0, 800.0], tg.float64), values(unseen, tg.float64),
+             one_node_inside(Sigmoid, [-100.0, 100.0]), one_node_inside(Sigmoid, [-800.0, 800.0]),
+             finite_differences()]
     return check("4.1", tests, candidate=Sigmoid,
                  solved="one node, stable for any x, and its backward reuses the forward's output.")
+
+
+_LIBRARY_SIGMOID = "teachgrad.ops"
+
+
+def one_node_inside(Sigmoid: type, xs: list[float]) -> Test:
+    """Sigmoid.apply(x) is one node, built from tensor operations that all stay finite."""
+    def run() -> None:
+        x = tg.tensor(xs, dtype=tg.float32 if max(map(abs, xs)) < 200 else tg.float64,
+                      requires_grad=True)
+        with warnings.catch_warnings(), watching_ops() as ops:
+            warnings.simplefilter("ignore", RuntimeWarning)  # judged by the values below
+            Sigmoid.apply(x)
+        inside = [op for op in ops if op.depth > 0]
+        library = [op for op in inside if op.function.__name__ == "Sigmoid"
+                   and op.function.__module__.startswith(_LIBRARY_SIGMOID)]
+        expect_true(not library, "your forward calls the library's sigmoid (tg.sigmoid)",
+                    hint="the exercise is to build sigmoid yourself from tg.exp, tg.where and "
+                         "arithmetic, so that it becomes one node with your own backward")
+        expect_true(bool(inside), "your forward ran no teachgrad operations at all",
+                    hint="compute with tensor operations (tg.exp, tg.where, +, /) on x, not with "
+                         "numpy on x.numpy()")
+        for op in inside:
+            for out in op.outputs:
+                values = np.asarray(to_numpy(out), dtype=np.float64)
+                expect_true(bool(np.all(np.isfinite(values))),
+                            f"inside your forward, {op.function.__name__} gave inf or nan: "
+                            "a value overflowed on the way (even if the final answer looks "
+                            "right, numpy warned, and a warning silenced is still an overflow)",
+                            hint="exp(-x) overflows for large negative x: compute "
+                                 "z = exp(-|x|), which is at most 1, then pick 1/(1+z) or "
+                                 "z/(1+z) with tg.where")
+    return Test(f"x = {xs}: what runs inside your forward", run,
+                hint="call it as Sigmoid.apply(x)")
 
 
 def check_linear_function(LinearFunction: type) -> Feedback:
@@ -89,6 +128,7 @@ def check_linear_function(LinearFunction: type) -> Feedback:
         return check("4.2", [_not_a_function(LinearFunction)], candidate=LinearFunction,
                      solved="")
     shapes = [(3, 4, 2), (1, 1, 1), (5, 2, 3)]
+    fixed = list(shapes)
     hints = {
         "x": "grad_x = grad @ W: each input feature reaches every output through W",
         "W": "grad_W = grad.T @ x, shaped like W (out_features, in_features)",
@@ -96,7 +136,8 @@ def check_linear_function(LinearFunction: type) -> Feedback:
     }
 
     def make(batch: int, n_in: int, n_out: int) -> Test:
-        rng = np.random.default_rng(batch * 100 + n_in * 10 + n_out)
+        rng = (np.random.default_rng(batch * 100 + n_in * 10 + n_out)
+               if (batch, n_in, n_out) in fixed else unseen)
         x0 = rng.normal(size=(batch, n_in))
         W0 = rng.normal(size=(n_out, n_in))
         b0 = rng.normal(size=n_out)
@@ -113,6 +154,7 @@ def check_linear_function(LinearFunction: type) -> Feedback:
             expect_true(out.grad_fn is not None and out.grad_fn.function is LinearFunction,
                         "the output was not made by your Function",
                         hint="call it through LinearFunction.apply(x, W, b)")
+            _expect_gradient_shapes(LinearFunction, out, weights, {"x": x0, "W": W0, "b": b0})
             (out * tg.tensor(weights)).sum().backward()
             expected = {
                 "x": numerical_gradient(lambda v: loss_of(v, W0, b0), x0),
@@ -140,6 +182,30 @@ def check_linear_function(LinearFunction: type) -> Feedback:
         return Test("only x requires grad (W and b are frozen)", run,
                     hint="check ctx.needs_input_grad, or compute all three gradients anyway")
 
+    unseen = unseen_rng()
+    shapes.append(tuple(int(v) for v in unseen.integers(2, 6, size=3)))
     return check("4.2", [make(*s) for s in shapes] + [frozen_weights()],
                  candidate=LinearFunction,
                  solved="your linear layer's backward matches finite differences for x, W and b.")
+
+
+def _expect_gradient_shapes(LinearFunction: type, out: tg.Tensor, weights: np.ndarray,
+                            inputs: dict[str, np.ndarray]) -> None:
+    """Call the learner's backward directly: each gradient must have its input's shape.
+
+    The engine would quietly sum a (batch, out) bias gradient down to (out,), so
+    only a direct call shows whether backward itself summed over the batch.
+    """
+    grads = LinearFunction.backward(out.grad_fn.ctx, tg.tensor(weights, dtype=tg.float64))
+    expect_true(isinstance(grads, tuple) and len(grads) == 3,
+                "backward should return three gradients (grad_x, grad_W, grad_b), "
+                f"got {type(grads).__name__}", hint="end backward with `return grad_x, grad_W, grad_b`")
+    for (name, value), grad in zip(inputs.items(), grads):
+        shape = tuple(getattr(grad, "shape", ()))
+        if grad is not None and shape != value.shape:
+            raise Mismatch(f"backward returned a gradient of {name} of shape {list(shape)}, but "
+                           f"{name} has shape {list(value.shape)}",
+                           hint=("b is added to every row of the batch, so its gradient sums "
+                                 "the rows: grad.sum(dim=0)") if name == "b"
+                           else "a gradient always has the shape of its input",
+                           show_values=False)

@@ -9,7 +9,8 @@ import teachgrad as tg
 from teachgrad import nn, optim
 from teachgrad.data import DataLoader, TensorDataset, make_moons
 
-from .core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
+from .core import (Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy,
+                   unseen_rng)
 
 
 def _parameters_by_shape(model: nn.Module) -> dict[tuple, np.ndarray]:
@@ -54,14 +55,18 @@ def check_two_layer_net(TwoLayerNet: type) -> Feedback:
                         hint="use every layer in forward")
         return Test(f"TwoLayerNet({n_in}, {hidden}, {n_out}) on a batch of {batch}", run)
 
-    return check("5.1", [make(3, 5, 2, 4), make(2, 8, 3, 1)], candidate=TwoLayerNet,
+    rng = unseen_rng()  # distinct sizes: the test finds each parameter by its shape
+    sizes = [(3, 5, 2, 4), (2, 8, 3, 1),
+             (*(int(v) for v in rng.choice(np.arange(2, 10), size=3, replace=False)),
+              int(rng.integers(1, 9)))]
+    return check("5.1", [make(*size) for size in sizes], candidate=TwoLayerNet,
                  solved="your module registers its layers, computes Linear-ReLU-Linear, "
                         "and every parameter gets a gradient.")
 
 
-def _tiny_problem() -> tuple[nn.Module, DataLoader]:
-    X, y = make_moons(12, noise=0.1, seed=7)
-    tg.manual_seed(11)
+def _tiny_problem(seed: int = 7) -> tuple[nn.Module, DataLoader]:
+    X, y = make_moons(12, noise=0.1, seed=seed)
+    tg.manual_seed(seed + 4)
     model = nn.Sequential(nn.Linear(2, 4), nn.Tanh(), nn.Linear(4, 2))
     return model, DataLoader(TensorDataset(X, y), batch_size=4, shuffle=False)
 
@@ -80,9 +85,10 @@ def _reference_epoch(model: nn.Module, loader: DataLoader, loss_fn: Callable,
     return float(np.mean(losses))
 
 
-def _trained(epoch_fn: Callable, epochs: int, **variant: bool) -> tuple[list, list[float]]:
+def _trained(epoch_fn: Callable, epochs: int, seed: int = 7,
+             **variant: bool) -> tuple[list, list[float]]:
     """Parameters and per-epoch losses after running ``epoch_fn`` on the tiny problem."""
-    model, loader = _tiny_problem()
+    model, loader = _tiny_problem(seed)
     optimizer = optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     losses = [epoch_fn(model, loader, loss_fn, optimizer, **variant) for _ in range(epochs)]
@@ -92,10 +98,10 @@ def _trained(epoch_fn: Callable, epochs: int, **variant: bool) -> tuple[list, li
 def check_train_epoch(train_epoch: Callable) -> Feedback:
     """Exercise 5.2: one epoch: zero_grad, forward, loss, backward, step; return the mean loss."""
 
-    def make(epochs: int) -> Test:
+    def make(epochs: int, seed: int = 7) -> Test:
         def run() -> None:
-            expected_params, expected_losses = _trained(_reference_epoch, epochs)
-            got_params, got_losses = _trained(train_epoch, epochs)
+            expected_params, expected_losses = _trained(_reference_epoch, epochs, seed)
+            got_params, got_losses = _trained(train_epoch, epochs, seed)
             for loss in got_losses:
                 expect_true(isinstance(loss, (float, int)) and not isinstance(loss, bool),
                             f"train_epoch returned a {type(loss).__name__}, not a float",
@@ -108,7 +114,7 @@ def check_train_epoch(train_epoch: Callable) -> Feedback:
                                        "each backward: otherwise gradients pile up across batches"),
                                       ({"step": False}, "call optimizer.step() after backward: "
                                        "the parameters never changed")):
-                    params, _ = _trained(_reference_epoch, epochs, **variant)
+                    params, _ = _trained(_reference_epoch, epochs, seed, **variant)
                     if all(np.allclose(g, p, rtol=1e-4, atol=1e-6)
                            for g, p in zip(got_params, params)):
                         hint = text
@@ -118,10 +124,12 @@ def check_train_epoch(train_epoch: Callable) -> Feedback:
                          rtol=1e-4, atol=1e-6,
                          hint="return the mean of the batch losses (loss.item()) over the epoch, "
                               "not the last batch's loss")
-        return Test(f"a 2-4-2 network, 12 moons in batches of 4, SGD with momentum, "
+        data = "12 moons" if seed == 7 else "12 unseen random moons"
+        return Test(f"a 2-4-2 network, {data} in batches of 4, SGD with momentum, "
                     f"{epochs} epoch(s)", run)
 
-    return check("5.2", [make(1), make(3)], candidate=train_epoch,
+    unseen = int(unseen_rng().integers(1000, 2**31))
+    return check("5.2", [make(1), make(3), make(2, unseen)], candidate=train_epoch,
                  solved="your loop trains exactly like the reference, epoch after epoch.")
 
 
@@ -132,6 +140,12 @@ def check_accuracy(accuracy: Callable) -> Feedback:
         ("1 sample, 3 classes", [[0.1, 0.7, 0.2]], [1]),
         ("4 samples, all wrong", [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]], [1, 1, 0, 0]),
     ]
+    rng = unseen_rng()
+    for n, classes in ((int(rng.integers(5, 40)), 3), (int(rng.integers(5, 40)), 4)):
+        logits = rng.normal(size=(n, classes)).round(3)
+        labels = np.where(rng.random(n) < 0.6, logits.argmax(axis=1), rng.integers(0, classes, n))
+        cases.append((f"{n} unseen random samples, {classes} classes", logits.tolist(),
+                      labels.tolist()))
 
     def make(description: str, logits: list, labels: list) -> Test:
         def run() -> None:

@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from .core import Feedback, Mismatch, Test, check, expect_true
+from .core import Feedback, Mismatch, Test, check, expect_true, unseen_rng
 from .kernel_runs import first_index, is_stub, launch_on_host_arrays
 
 #: (elements, blocks, threads per block, what the case is about)
@@ -43,9 +43,44 @@ def check_saxpy(saxpy: Callable) -> Feedback:
                     hint="loop `for i in range(cuda.grid(1), y.size, cuda.gridsize(1))`: "
                          "the range stops by itself at the end of the array")
 
-    return check("6.1", [make(*case) for case in SAXPY_CASES], candidate=saxpy,
+    rng = unseen_rng()
+    unseen = (int(rng.integers(40, 150)), int(rng.integers(1, 4)), int(rng.choice([8, 16, 32])),
+              "an unseen size and grid")
+    tests = [make(*case) for case in SAXPY_CASES + [unseen]] + [work_spread_test(saxpy)]
+    return check("6.1", tests, candidate=saxpy,
                  solved="your kernel covers any number of elements with any grid, "
                         "each element exactly once.")
+
+
+def work_spread_test(saxpy: Callable, n: int = 45, blocks: int = 2, threads: int = 8) -> Test:
+    """Which thread wrote each element, recorded from a launch: the grid-stride pattern?
+
+    A kernel where one thread does everything gives the right numbers, so the
+    values alone cannot tell; the recording can. In a grid-stride loop element
+    ``i`` belongs to thread ``i % (blocks * threads)``.
+    """
+    def run() -> None:
+        from ..kernels.record import record_accesses
+
+        if is_stub(saxpy):
+            raise NotImplementedError
+        x = np.arange(1, n + 1, dtype=np.float64)
+        record = record_accesses(saxpy, blocks, threads, 2.0, x, np.zeros(n))
+        owner = record.owner("y", "W")
+        total = blocks * threads
+        expected = np.arange(n) % total
+        if np.array_equal(owner, expected):
+            return
+        i = first_index(owner != expected)
+        busy = int((record.per_thread("W", "y") > 0).sum())
+        who = ("several threads" if owner[i] == -2 else "no thread" if owner[i] == -1
+               else f"thread {owner[i]}")
+        raise Mismatch(f"element {i} was written by {who}, not by thread {expected[i]}; only "
+                       f"{busy} of the {total} threads wrote anything", show_values=False,
+                       hint="spread the work: thread g starts at g = cuda.grid(1) and steps by "
+                            "cuda.gridsize(1), so every thread of the grid takes its share")
+
+    return Test(f"who wrote each element: n = {n}, saxpy[{blocks}, {threads}], recorded", run)
 
 
 def _explain_saxpy(got: np.ndarray, x: np.ndarray, y: np.ndarray, a: float,
@@ -124,5 +159,9 @@ def check_passes_per_thread(passes_per_thread: Callable) -> Feedback:
 
         return Test(f"n = {n} elements, {blocks} blocks of {threads} threads", run)
 
-    return check("6.2", [make(*case) for case in PASSES_CASES], candidate=passes_per_thread,
+    rng = unseen_rng()
+    unseen = [(int(rng.integers(1, 120)), int(rng.integers(1, 5)), int(rng.integers(1, 17)))
+              for _ in range(2)]
+    return check("6.2", [make(*case) for case in PASSES_CASES + unseen],
+                 candidate=passes_per_thread,
                  solved="your counts match what the threads of a real launch did.")

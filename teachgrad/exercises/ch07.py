@@ -5,16 +5,21 @@ Both exercises are block-level tree reductions: block ``b`` of a launch of
 ``out[b]``. The checkers launch the learner's kernel on ragged sizes and
 compare with numpy, then run teachgrad's race check on it: a kernel that
 misses a barrier can still give the right answer in the simulator by luck,
-but not past the race check.
+but not past the race check, and neither can a barrier that some threads
+skip (one inside ``if t < step:``). The race check's log also shows *how*
+the work was done, so a serial loop in thread 0 is not taken for a tree.
 """
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from typing import Callable
 
 import numpy as np
 
-from .core import Feedback, Mismatch, Test, check
-from .kernel_runs import first_index, is_stub, launch_on_host_arrays
+from .core import Feedback, Mismatch, Test, check, unseen_rng
+from .kernel_runs import first_index, is_stub, launch_on_host_arrays, python_function
 
 #: Threads per block the chapter's kernels are written for (a power of two).
 THREADS = 32
@@ -44,31 +49,72 @@ def run_block_reduction(kernel, x: np.ndarray, threads: int = THREADS) -> np.nda
 RACE_INPUT = f"2 blocks of {THREADS} threads, x = 1, 2, ..., {2 * THREADS}"
 
 
-def first_race(kernel) -> str | None:
-    """teachgrad's race check on ``kernel``: the first race it reports, in words (None: no race)."""
+def _race_report(kernel):
     from ..kernels.race import race_check
 
-    report = race_check(kernel, 2, THREADS, np.arange(1.0, 2 * THREADS + 1), np.zeros(2))
-    return None if report.ok else report.races[0].describe()
+    return race_check(kernel, 2, THREADS, np.arange(1.0, 2 * THREADS + 1), np.zeros(2))
+
+
+def first_race(kernel) -> str | None:
+    """teachgrad's race check on ``kernel``: the first problem it reports, in words (None: none)."""
+    return _race_report(kernel).first_problem()
 
 
 def race_test(kernel, exercise_hint: str) -> Test:
-    """A test that fails if teachgrad's race check reports a race in ``kernel``."""
+    """A test that fails if the race check finds a race or a barrier some threads skip."""
     def run() -> None:
-        race = first_race(kernel)
-        if race is not None:
-            raise Mismatch(f"the race check found a race: {race}", hint=exercise_hint,
-                           show_values=False)
+        report = _race_report(kernel)
+        if report.barrier_mismatches:
+            raise Mismatch("a barrier is not reached by every thread of the block: "
+                           + report.barrier_mismatches[0].describe(),
+                           hint="put cuda.syncthreads() after the `if`, at the level of the "
+                                "loop, where every thread passes it", show_values=False)
+        if report.races:
+            raise Mismatch(f"the race check found a race: {report.races[0].describe()}",
+                           hint=exercise_hint, show_values=False)
 
     return Test(f"race check: {RACE_INPUT}", run)
 
 
+def tree_test(kernel) -> Test:
+    """A test that the block's threads shared the work as a tree in shared memory.
+
+    A tree over ``THREADS`` slots has ``log2(THREADS)`` levels, each closed by a
+    barrier, and half the threads combine at the first level. A loop in thread
+    0 gives the same answer but none of that, and the log shows it.
+    """
+    levels = THREADS.bit_length() - 1
+
+    def run() -> None:
+        report = _race_report(kernel)
+        shared = [a for a in report.accesses if a.kind in "RW"]
+        if not shared:
+            raise Mismatch("your kernel never used shared memory", show_values=False,
+                           hint="each thread copies its element into a cuda.shared.array, then "
+                                "the block combines the slots as a tree")
+        first_block = report.accesses[0].block
+        combining = {a.thread for a in shared
+                     if a.kind == "W" and a.epoch >= 1 and a.block == first_block}
+        if len(combining) < THREADS // 2 or report.barriers < levels + 1:
+            who = ("only thread 0" if combining <= {(0, 0, 0)}
+                   else f"only {len(combining)} thread(s)")
+            raise Mismatch(
+                f"{who} combined values after the copy, with {report.barriers} barrier(s): "
+                "that is a loop, not a tree", show_values=False,
+                hint=f"a tree of {THREADS} slots has {levels} levels: at each level the first "
+                     f"`step` threads combine partial[t] with partial[t + step] "
+                     f"({THREADS // 2} threads at the first level), then everyone waits at a "
+                     "barrier")
+
+    return Test(f"how the work was shared: {RACE_INPUT}", run)
+
+
 def blame_race(kernel, wrong: Mismatch) -> Mismatch:
-    """``wrong``, pointing at a race when the race check finds one (a wrong answer by bad timing)."""
-    race = first_race(kernel)
-    if race is not None:
-        wrong.hint = (f"the race check found a race, which explains a wrong answer that "
-                      f"comes and goes: {race}. A cuda.syncthreads() is missing")
+    """``wrong``, pointing at a race or a skipped barrier when the race check finds one."""
+    problem = _race_report(kernel).first_problem()
+    if problem is not None:
+        wrong.hint = (f"the race check found a problem, which explains a wrong answer that "
+                      f"comes and goes: {problem}")
     return wrong
 
 
@@ -107,33 +153,119 @@ def check_block_max(block_max: Callable) -> Feedback:
 
     tests = [make(n, about, rng.normal(size=n).round(3)) for n, about in SIZES]
     tests.append(make(45, "all negative: the padding must not win", -1.0 - np.arange(45.0)))
+    unseen = unseen_rng()
+    size = int(unseen.integers(33, 130))
+    tests.append(make(size, "unseen random values", unseen.normal(size=size).round(3) * 10))
     tests.append(race_test(block_max, "a cuda.syncthreads() must separate every write to "
                                       "shared memory from the reads of other threads"))
+    tests.append(tree_test(block_max))
     return check("7.1", tests, candidate=block_max,
                  solved="your tree finds each block's max, with the barriers where they belong.")
 
 
-# -- exercise 7.2: fix the broken kernel ------------------------------------------------------
+# -- exercise 7.2: find and fix a missing barrier --------------------------------------------
 
-def check_fixed_block_sum(fixed_block_sum: Callable) -> Feedback:
-    """Exercise 7.2: the block sum with its missing barrier put back."""
+#: The kernel exercise 7.2 starts from, exactly as the chapter shows it. It differs
+#: from the chapter's block_sum twice over: it sums squares, and its tree pairs
+#: neighbours first (stride 1, 2, 4, ...). One barrier is missing.
+BROKEN_SUM_OF_SQUARES = '''\
+@cuda.jit
+def broken_sum_of_squares(x, out):
+    """out[b] = (x[b*THREADS : (b+1)*THREADS] ** 2).sum(), with one barrier missing."""
+    partial = cuda.shared.array(THREADS, float64)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    partial[t] = x[i] * x[i] if i < x.size else 0.0
+
+    stride = 1
+    while stride < THREADS:
+        if t % (2 * stride) == 0:
+            partial[t] += partial[t + stride]
+        cuda.syncthreads()
+        stride *= 2
+
+    if t == 0:
+        out[cuda.blockIdx.x] = partial[0]
+'''
+
+
+def _without_barriers(source: str) -> tuple[str, int]:
+    """The kernel's body as an AST dump with every barrier and the docstring taken out,
+    and how many ``cuda.syncthreads()`` calls were taken out."""
+    tree = ast.parse(textwrap.dedent(source))
+    kernel = next(node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef))
+    removed = 0
+
+    def is_barrier(statement: ast.stmt) -> bool:
+        return (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+                and ast.unparse(statement.value.func) == "cuda.syncthreads")
+
+    for node in ast.walk(kernel):
+        for name in ("body", "orelse"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                kept = [s for s in block if not is_barrier(s)]
+                removed += len(block) - len(kept)
+                setattr(node, name, kept or [ast.Pass()])
+    body = kernel.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return ast.dump(ast.Module(body=body, type_ignores=[])), removed
+
+
+def _kernel_source(kernel) -> str | None:
+    try:
+        return inspect.getsource(python_function(kernel))
+    except (OSError, TypeError):
+        return None  # defined where Python keeps no source: the other tests still apply
+
+
+def check_fixed_sum_of_squares(fixed_sum_of_squares: Callable) -> Feedback:
+    """Exercise 7.2: ``broken_sum_of_squares`` with its missing barrier put back."""
     def make(n: int, about: str) -> Test:
         def run() -> None:
-            if is_stub(fixed_block_sum):
+            if is_stub(fixed_sum_of_squares):
                 raise NotImplementedError
             values = np.arange(1.0, n + 1)  # integers: every sum is exact
-            got = run_block_reduction(fixed_block_sum, values)
-            expected = np.array([chunk.sum() for chunk in block_chunks(values)])
+            got = run_block_reduction(fixed_sum_of_squares, values)
+            expected = np.array([(chunk ** 2).sum() for chunk in block_chunks(values)])
             if not np.array_equal(got, expected):
                 b = first_index(got != expected)
-                raise blame_race(fixed_block_sum, Mismatch(
-                    f"wrong sum for block {b}", expected[b], got[b],
-                    "keep the kernel as it was and only add the missing barrier"))
+                hint = "keep the kernel as it was and only add the missing barrier"
+                if np.isclose(got[b], block_chunks(values)[b].sum()):
+                    hint = ("that is the plain sum: start from broken_sum_of_squares (which "
+                            "squares each element), not from block_sum")
+                raise blame_race(fixed_sum_of_squares, Mismatch(
+                    f"wrong sum of squares for block {b}", expected[b], got[b], hint))
 
         return Test(f"n = {n} ({about})", run)
 
+    def unchanged() -> Test:
+        def run() -> None:
+            source = _kernel_source(fixed_sum_of_squares)
+            if source is None:
+                return
+            want, barriers = _without_barriers(BROKEN_SUM_OF_SQUARES)
+            got, got_barriers = _without_barriers(source)
+            if got != want:
+                raise Mismatch("apart from barriers, your kernel differs from "
+                               "broken_sum_of_squares", show_values=False,
+                               hint="copy broken_sum_of_squares as it is and only add one "
+                                    "cuda.syncthreads(); the bug is a missing barrier, "
+                                    "nothing else")
+            if got_barriers != barriers + 1:
+                raise Mismatch(f"your kernel has {got_barriers} barrier(s); the broken one "
+                               f"has {barriers}, and one is missing", barriers + 1,
+                               got_barriers, "add exactly one cuda.syncthreads(), where the "
+                                             "race check says the conflict is")
+
+        return Test("your kernel against broken_sum_of_squares", run)
+
     tests = [make(n, about) for n, about in SIZES]
-    tests.append(race_test(fixed_block_sum, "look at the tree loop: between one level's writes "
-                                            "and the next level's reads, every thread must wait"))
-    return check("7.2", tests, candidate=fixed_block_sum,
-                 solved="no race left: every level of the tree waits for the one before.")
+    tests.append(make(int(unseen_rng().integers(33, 130)), "an unseen size"))
+    tests.append(unchanged())
+    tests.append(race_test(fixed_sum_of_squares,
+                           "read the race report: the slot was written by one thread and read "
+                           "by another with no barrier in between; add one there"))
+    return check("7.2", tests, candidate=fixed_sum_of_squares,
+                 solved="no race left: every read of a neighbour's slot waits for its write.")

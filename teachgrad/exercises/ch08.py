@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 from numba import cuda, float64  # module level: the simulator swaps `cuda` in a kernel's globals
 
-from .core import Feedback, Mismatch, Test, check, expect_true
+from .core import Feedback, Mismatch, Test, check, expect_true, unseen_rng
 from .kernel_runs import first_index, is_device_function, is_stub, launch_on_host_arrays
 
 #: (M, K, N, tile): square multiples of the tile, then ragged shapes.
@@ -62,7 +62,10 @@ def check_tiled_global_reads(tiled_global_reads: Callable) -> Feedback:
 
         return Test(f"A {M}x{K} @ B {K}x{N}, tile {tile}", run)
 
-    return check("8.1", [make(*case) for case in READ_CASES], candidate=tiled_global_reads,
+    rng = unseen_rng()
+    unseen = tuple(int(v) for v in rng.integers(3, 12, size=3)) + (int(rng.choice([2, 4])),)
+    return check("8.1", [make(*case) for case in READ_CASES + [unseen]],
+                 candidate=tiled_global_reads,
                  solved="your formula matches the reads counted in real launches, ragged sizes too.")
 
 
@@ -100,7 +103,9 @@ LOAD_CASES = [(8, 8, 8, 4), (10, 13, 7, 4), (3, 5, 2, 4), (6, 2, 9, 2)]
 
 def check_load_phase(load_phase: Callable) -> Feedback:
     """Exercise 8.2: the load step of the tiled kernel, ``load_phase(A, B, a_tile, b_tile, row, col, phase)``."""
-    def make(M: int, K: int, N: int, tile: int) -> Test:
+    def make(M: int, K: int, N: int, tile: int, seed: int | None = None) -> Test:
+        seed = M * 100 + K * 10 + N if seed is None else seed
+
         def run() -> None:
             if is_stub(load_phase):
                 raise NotImplementedError
@@ -108,7 +113,7 @@ def check_load_phase(load_phase: Callable) -> Feedback:
                 raise Mismatch("load_phase must be a device function", show_values=False,
                                hint="decorate it with @cuda.jit(device=True): kernels call it, "
                                     "the host never launches it")
-            rng = np.random.default_rng(M * 100 + K * 10 + N)
+            rng = np.random.default_rng(seed)
             A, B = rng.integers(-4, 5, size=(M, K)).astype(np.float64), \
                 rng.integers(-4, 5, size=(K, N)).astype(np.float64)
             grid = (_ceil_div(N, tile), _ceil_div(M, tile))
@@ -129,6 +134,9 @@ def check_load_phase(load_phase: Callable) -> Feedback:
                     hint="check the guards: read A[row, k] only when row < A.shape[0] and "
                          "k < A.shape[1] (and likewise for B)")
 
-    return check("8.2", [make(*case) for case in LOAD_CASES], candidate=load_phase,
+    rng = unseen_rng()
+    unseen = tuple(int(v) for v in rng.integers(2, 11, size=3)) + (int(rng.choice([2, 4])),)
+    tests = [make(*case) for case in LOAD_CASES] + [make(*unseen, int(rng.integers(2**31)))]
+    return check("8.2", tests, candidate=load_phase,
                  solved="the tiled kernel multiplies correctly with your load step, at ragged "
                         "sizes too.")

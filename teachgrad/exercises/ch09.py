@@ -10,7 +10,7 @@ import math
 import statistics
 from typing import Callable
 
-from .core import Feedback, Mismatch, Test, check
+from .core import Feedback, Mismatch, Test, check, unseen_rng
 
 
 def _number(got: object, what: str) -> float:
@@ -87,7 +87,14 @@ def check_median_time(median_time: Callable) -> Feedback:
 
         return Test(f"{description}: durations {durations}", run)
 
-    return check("9.1", [make(*case) for case in TIMING_CASES], candidate=median_time,
+    rng = unseen_rng()
+    warmup, repeats = int(rng.integers(1, 3)), int(rng.integers(3, 8))
+    # multiples of 1/64: sums on the fake clock stay exact
+    durations = [float(rng.integers(256, 2048)) / 64 for _ in range(warmup)] + \
+        [float(rng.integers(1, 128)) / 64 for _ in range(repeats)]
+    unseen = (f"unseen: {warmup} warm-up(s) then {repeats} repeats", warmup, repeats, durations)
+    return check("9.1", [make(*case) for case in TIMING_CASES + [unseen]],
+                 candidate=median_time,
                  solved="warm up, synchronise before reading the clock, take the median.")
 
 
@@ -98,11 +105,18 @@ def _timing_hint(got: float, durations: list[float], warmup: int) -> str:
                 "synchronize() before reading the clock after fn")
     if _close(got, statistics.mean(timed)):
         return "that is the mean; one slow run pulls it up, the median is robust to it"
+    ordered = sorted(timed)
+    if len(timed) % 2 == 0 and (_close(got, ordered[len(timed) // 2])
+                                or _close(got, ordered[len(timed) // 2 - 1])):
+        return ("with an even number of repeats there are two middle values: the median is "
+                "their mean (statistics.median does it for you)")
+    if _close(got, timed[len(timed) // 2]):
+        return "sort the times before taking the middle one"
     leaked = [sum(durations[:warmup]) + timed[0]] + timed[1:]
     if warmup and _close(got, statistics.median(leaked)):
         return ("the warm-up's queued work leaked into the first timed run: synchronize() after "
                 "the warm-up, before starting the clock")
-    if _close(got, statistics.median(durations)):
+    if _close(got, statistics.median(durations)) and not _close(got, statistics.median(timed)):
         return "the warm-up runs must not be timed: they include compilation"
     return "time each repeat on its own: start = clock(); fn(); synchronize(); clock() - start"
 
@@ -118,8 +132,10 @@ def reference_matmul_intensity(M: int, K: int, N: int, itemsize: int) -> float:
 
 def check_matmul_intensity(matmul_intensity: Callable) -> Feedback:
     """Exercise 9.2: ``matmul_intensity(M, K, N, itemsize)`` in FLOP per byte."""
+    rng = unseen_rng()
     cases = [(1024, 1024, 1024, 4), (4096, 4096, 4096, 2), (1, 4096, 4096, 4),
-             (64, 1000, 32, 8), (1, 1, 1, 4)]
+             (64, 1000, 32, 8), (1, 1, 1, 4),
+             tuple(int(v) for v in rng.integers(1, 5000, size=3)) + (int(rng.choice([2, 4, 8])),)]
 
     def make(M: int, K: int, N: int, itemsize: int) -> Test:
         def run() -> None:
@@ -154,6 +170,11 @@ def check_attainable_gflops(attainable_gflops: Callable) -> Feedback:
         ("exactly at the ridge point", (20.0, 100.0, 5.0)),
         ("a CPU: 1 000 GFLOP/s, 50 GB/s, intensity 4", (4.0, 1_000, 50)),
     ]
+    rng = unseen_rng()
+    for _ in range(2):
+        cases.append(("an unseen machine and op", (round(float(rng.uniform(0.05, 300)), 3),
+                                                   int(rng.integers(500, 100_000)),
+                                                   int(rng.integers(20, 4000)))))
 
     def make(description: str, args: tuple) -> Test:
         def run() -> None:

@@ -52,8 +52,9 @@ and still run top to bottom.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -314,3 +315,74 @@ def numerical_gradient(f: Callable[[np.ndarray], float], x: np.ndarray,
         x[index] = old
         grad[index] = (up - down) / (2 * eps)
     return grad
+
+
+# --- evidence about *how* the learner's code got its answer ----------------------------------
+
+def unseen_rng() -> np.random.Generator:
+    """A generator seeded afresh on every call: inputs the learner cannot have seen.
+
+    Every checker tests on a few such inputs after the fixed ones it shows, so
+    an answer hard-coded for the visible cases (a lookup table) fails.
+    """
+    return np.random.default_rng()
+
+
+@dataclass
+class OpCall:
+    """One teachgrad operation that ran: its Function class, how deep inside
+    another Function's forward it ran (0: called directly), and its outputs."""
+
+    function: type
+    depth: int
+    outputs: tuple
+
+
+@contextlib.contextmanager
+def watching_ops() -> Iterator[list[OpCall]]:
+    """Record every ``Function.apply`` that runs inside, through the engine's observer seam."""
+    from ..autograd import function as fn_module
+
+    calls: list[OpCall] = []
+    outer = fn_module.observer
+    depth = [0]
+
+    def observe(cls: type, args: tuple, kwargs: dict) -> Any:
+        record = OpCall(cls, depth[0], ())
+        calls.append(record)
+        depth[0] += 1
+        try:
+            result = outer(cls, args, kwargs) if outer is not None else cls._apply(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+        record.outputs = result if isinstance(result, tuple) else (result,)
+        return result
+
+    fn_module.observer = observe
+    try:
+        yield calls
+    finally:
+        fn_module.observer = outer
+
+
+@contextlib.contextmanager
+def counting_backward() -> Iterator[list[int]]:
+    """Count the backward passes started inside (``loss.backward()`` or
+    ``tg.autograd.backward``); yields ``[count]``."""
+    import importlib
+
+    from .. import autograd
+
+    tensor = importlib.import_module("teachgrad.tensor")  # the module (tg.tensor is a function)
+    original = autograd.run_backward
+    count = [0]
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return original(*args, **kwargs)
+
+    autograd.run_backward = tensor.run_backward = counted
+    try:
+        yield count
+    finally:
+        autograd.run_backward = tensor.run_backward = original

@@ -17,8 +17,9 @@ becomes::
         # your code here
         raise NotImplementedError("fill in double")
 
-Methods of a class are stubbed one by one; other top-level statements in a
-solution cell (imports, constants) are kept as they are. ``scripts/make_learner.py``
+Methods of a class are stubbed one by one, and a Function's ``rule`` string
+(its derivative, which would give the answer away) is emptied; other top-level
+statements in a solution cell (imports, constants) are kept as they are. ``scripts/make_learner.py``
 applies this to every ``solution`` cell of the reference notebooks.
 """
 from __future__ import annotations
@@ -49,10 +50,21 @@ def _functions_to_stub(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunc
     return functions
 
 
+def _rules_to_blank(tree: ast.Module) -> list[ast.Assign]:
+    """``rule = "..."`` assignments in the classes of a cell (a Function's derivative text)."""
+    return [n for node in tree.body if isinstance(node, ast.ClassDef) for n in node.body
+            if isinstance(n, ast.Assign) and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name) and n.targets[0].id == "rule"]
+
+
 def learner_stub(source: str) -> str:
     """The learner's version of a solution cell: each function body becomes a stub."""
     lines = source.splitlines()
     tree = ast.parse(source)
+    for assign in _rules_to_blank(tree):  # same line count: later line numbers stay valid
+        indent = " " * assign.col_offset
+        blank = f'{indent}rule = ""  # optional: the derivative rule, in words, once you have it'
+        lines[assign.lineno - 1:assign.end_lineno] = [blank] + [""] * (assign.end_lineno - assign.lineno)
     # Replace from the bottom up so earlier line numbers stay valid.
     for fn in sorted(_functions_to_stub(tree), key=lambda f: f.lineno, reverse=True):
         start, end = _body_start(fn), fn.end_lineno

@@ -13,6 +13,14 @@ at least one a write, are a race. The verdict depends only on which cells
 each thread touches between barriers, not on the order the threads happened
 to run in, so it is the same every time.
 
+It also checks the barriers themselves. Every thread of a block must reach
+every ``cuda.syncthreads()``: a barrier inside a branch that some threads skip
+(``if t < step: ... cuda.syncthreads()``) hangs or silently misbehaves on a
+GPU, while the simulator lets it through (it releases a barrier once every
+*live* thread waits). So the checker notes, per thread, the source line of each
+barrier it passes; threads of one block that reach different barriers, or a
+different number of them, are reported as a :class:`BarrierMismatch`.
+
 Lesson material: :func:`block_sum_kernel` builds a block-wide tree sum with the
 barrier inside the tree loop, or without it (``tree_barrier=False``).
 
@@ -24,8 +32,12 @@ API::
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
-from dataclasses import dataclass
+import linecache
+import sys
+import threading
+from collections import Counter, defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import cuda, float64
@@ -106,13 +118,92 @@ def _threads(threads) -> str:
     return ", ".join(str(_label(t)) for t in threads)
 
 
+def _thread_ranges(threads) -> str:
+    """``0-15, 20`` for 1-D thread indices; the tuples otherwise."""
+    labels = [_label(t) for t in sorted(threads)]
+    if not all(isinstance(x, int) for x in labels):
+        return ", ".join(map(str, labels))
+    parts, start = [], None
+    for x, following in zip(labels, labels[1:] + [None]):
+        start = x if start is None else start
+        if following != x + 1:
+            parts.append(str(start) if start == x else f"{start}-{x}")
+            start = None
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class BarrierMismatch:
+    """Threads of one block that did not all pass the same barriers.
+
+    ``line`` is the barrier (a line of the kernel, counted from its first line,
+    the decorator) that ``reached`` threads passed at this point and ``skipped``
+    threads did not; ``most``/``fewest`` give the largest and smallest barrier
+    counts as ``(thread, count)``.
+    """
+
+    block: tuple[int, int, int]
+    line: int
+    code: str
+    reached: tuple[tuple[int, int, int], ...]
+    skipped: tuple[tuple[int, int, int], ...]
+    most: tuple[tuple[int, int, int], int]
+    fewest: tuple[tuple[int, int, int], int]
+
+    def describe(self) -> str:
+        """What went wrong and what to do, in words a learner can act on."""
+        (top, high), (low, few) = self.most, self.fewest
+        counts = (f"thread {_label(top)} passed {high} barrier(s) but thread {_label(low)} "
+                  f"only {few}" if high != few else "the threads passed different barriers")
+        return (f"block {_label(self.block)}: not every thread reached the same barriers "
+                f"({counts}). The barrier at line {self.line} of the kernel "
+                f"(`{self.code}`) was reached by thread(s) {_thread_ranges(self.reached)} but "
+                f"skipped by thread(s) {_thread_ranges(self.skipped)}: it sits inside a branch "
+                "that some threads do not take. Every thread of a block must reach every "
+                "cuda.syncthreads() (on a GPU this hangs or gives wrong answers): move it out "
+                "of the `if`, so all threads wait at it")
+
+
+def find_barrier_mismatches(barriers: dict, block_dim: tuple) -> list[BarrierMismatch]:
+    """Compare, block by block, the sequence of barrier lines each thread passed.
+
+    ``barriers`` maps ``(block, thread)`` to the list of lines of the barriers
+    that thread passed, in order; threads missing from it passed none.
+    """
+    dims = (tuple(int(d) for d in np.atleast_1d(block_dim)) + (1, 1))[:3]
+    threads = [tuple(int(v) for v in point) for point in np.ndindex(*dims)]
+    by_block: dict[tuple, dict] = defaultdict(dict)
+    for (block, thread), lines in barriers.items():
+        by_block[block][thread] = lines
+    found = []
+    for block, seen in sorted(by_block.items()):
+        sequences = {t: tuple(seen.get(t, ())) for t in threads}
+        if len(set(sequences.values())) == 1:
+            continue
+        depth = 0  # the first barrier where the threads part ways
+        while len({s[depth] if depth < len(s) else None for s in sequences.values()}) == 1:
+            depth += 1
+        at_depth = Counter(s[depth] for s in sequences.values() if depth < len(s))
+        line, _ = at_depth.most_common(1)[0]
+        reached = tuple(t for t, s in sequences.items() if depth < len(s) and s[depth] == line)
+        skipped = tuple(t for t in threads if t not in reached)
+        by_count = sorted(sequences, key=lambda t: (-len(sequences[t]), t))
+        found.append(BarrierMismatch(
+            block, line[0], line[1], reached, skipped,
+            (by_count[0], len(sequences[by_count[0]])),
+            (by_count[-1], len(sequences[by_count[-1]]))))
+    return found
+
+
 @dataclass
 class RaceReport:
     """The result of :func:`race_check`.
 
     ``races`` lists every conflicting cell; ``accesses`` is the whole log
     (barriers included, kind ``"B"``), in the order the simulator ran it, for a
-    viewer to replay; ``barriers`` is the most barriers any thread passed.
+    viewer to replay; ``barriers`` is the most barriers any thread passed;
+    ``barrier_mismatches`` lists blocks whose threads did not all pass the same
+    barriers (a barrier inside a branch).
     """
 
     kernel: str
@@ -121,10 +212,17 @@ class RaceReport:
     races: list[Race]
     accesses: list[SharedAccess]
     barriers: int
+    barrier_mismatches: list[BarrierMismatch] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.races
+        return not self.races and not self.barrier_mismatches
+
+    def first_problem(self) -> str | None:
+        """The first problem found, in words (a skipped barrier before a race), or None."""
+        if self.barrier_mismatches:
+            return self.barrier_mismatches[0].describe()
+        return self.races[0].describe() if self.races else None
 
     @property
     def offending_indices(self) -> dict[str, list[tuple[int, ...]]]:
@@ -138,8 +236,11 @@ class RaceReport:
         if self.ok:
             return (f"{self.kernel}: no shared-memory races ({len(self.accesses)} accesses, "
                     f"{self.barriers} barrier(s) per thread)")
-        lines = [f"{self.kernel}: {len(self.races)} shared-memory race(s) -- a missing "
-                 "cuda.syncthreads()?"]
+        lines = [f"{self.kernel}: barriers not reached by every thread -- " + m.describe()
+                 for m in self.barrier_mismatches[:3]]
+        if self.races:
+            lines.append(f"{self.kernel}: {len(self.races)} shared-memory race(s) -- a missing "
+                         "cuda.syncthreads()?")
         lines += ["  " + race.describe() for race in self.races[:10]]
         if len(self.races) > 10:
             lines.append(f"  ... and {len(self.races) - 10} more")
@@ -179,7 +280,7 @@ def race_check(kernel, grid, block, *args) -> RaceReport:
     """
     host_args = tuple(to_host(a) if is_device_array(a) else a for a in args)
     check_launch(kernel, grid, block, ())  # limits only: host arrays are fine here
-    with _simulator.tracing() as log:
+    with _simulator.tracing() as log, _barrier_lines() as barriers:
         _simulated(kernel)[grid, block](*host_args)
     for given, used in zip(args, host_args):
         if given is not used:
@@ -191,7 +292,32 @@ def race_check(kernel, grid, block, *args) -> RaceReport:
         grid=tuple(np.atleast_1d(grid)), block=tuple(np.atleast_1d(block)),
         races=find_races(accesses), accesses=accesses,
         barriers=max((a.epoch for a in accesses), default=0),
+        barrier_mismatches=find_barrier_mismatches(barriers, block),
     )
+
+
+@contextmanager
+def _barrier_lines():
+    """While active, note for each simulated thread the kernel line of every barrier it passes."""
+    from numba.cuda.simulator import kernelapi
+
+    passed: dict[tuple, list] = defaultdict(list)
+    inner = kernelapi.FakeCUDAModule.syncthreads
+
+    def syncthreads(module) -> None:
+        frame = sys._getframe(1)  # the kernel (or device function) calling the barrier
+        code = frame.f_code
+        line = frame.f_lineno - code.co_firstlineno + 1
+        text = linecache.getline(code.co_filename, frame.f_lineno).strip() or "cuda.syncthreads()"
+        thread = threading.current_thread()
+        passed[(tuple(thread.blockIdx), tuple(thread.threadIdx))].append((line, text))
+        inner(module)
+
+    kernelapi.FakeCUDAModule.syncthreads = syncthreads
+    try:
+        yield passed
+    finally:
+        kernelapi.FakeCUDAModule.syncthreads = inner
 
 
 def compile_cases():

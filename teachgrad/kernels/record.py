@@ -11,14 +11,17 @@ API::
     record_tiled_matmul(M, K, N, tile=4, out_tile=(0, 0), seed=0) -> TileRecord
     record_matmul_counts(M, K, N, seed=0) -> dict[str, dict[str, int]]
     matmul_read_formulas(M, K, N, tile) -> dict[str, dict[str, int]]
+    record_accesses(kernel, grid, block, *args) -> AccessRecord   # any kernel, simulated
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import elementwise, matmul
+from . import _simulator, elementwise, matmul
+from ._simulator import TracedShared, _who
 from .strided import new_array
 from .transfer import download, to_device, to_host, upload
 
@@ -241,3 +244,162 @@ def record_matmul_counts(M: int, K: int, N: int, seed: int = 0,
         np.testing.assert_allclose(C, A[0] @ B[0], rtol=1e-4, atol=1e-4)
         result[name] = counts
     return result
+
+
+# -- any kernel: who read and wrote which element -------------------------------------------
+
+@dataclass(frozen=True)
+class Access:
+    """One logged access: ``kind`` is ``"R"`` read, ``"W"`` write, ``"A"`` atomic update."""
+
+    block: tuple[int, int, int]
+    thread: tuple[int, int, int]
+    epoch: int  # barriers this thread had passed
+    array: str  # the kernel's parameter name (global) or variable name (shared)
+    index: tuple[int, ...]
+    kind: str
+
+
+@dataclass
+class AccessRecord:
+    """Every global- and shared-memory access of one simulated launch of any kernel.
+
+    ``arrays`` holds each array argument, by parameter name, as the kernel left
+    it; ``shared`` names the shared arrays. Threads are numbered globally as
+    ``linear block * threads per block + linear thread`` (x fastest), so for a
+    1-D launch thread ``g`` is ``cuda.grid(1) == g``.
+    """
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    arrays: dict[str, np.ndarray]
+    shared: set[str]
+    accesses: list[Access]
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  #: every array, shared too
+
+    @property
+    def threads_per_block(self) -> int:
+        return int(np.prod(self.block))
+
+    def global_thread(self, access: Access) -> int:
+        """The global number of the thread that made ``access``."""
+        (bx, by, bz), (tx, ty, tz) = access.block, access.thread
+        gx, gy, _ = self.grid
+        dx, dy, _ = self.block
+        return ((bz * gy + by) * gx + bx) * self.threads_per_block + (tz * dy + ty) * dx + tx
+
+    def of(self, array: str, kinds: str = "RWA") -> list[Access]:
+        """The accesses to ``array`` of the given kinds, in the order they ran."""
+        return [a for a in self.accesses if a.array == array and a.kind in kinds]
+
+    def counts(self, array: str, kinds: str = "W") -> np.ndarray:
+        """How many accesses of ``kinds`` each cell of a global ``array`` received."""
+        grid = np.zeros(self.arrays[array].shape, dtype=np.int64)
+        for access in self.of(array, kinds):
+            grid[access.index] += 1
+        return grid
+
+    def owner(self, array: str, kinds: str = "W") -> np.ndarray:
+        """Per cell of a global ``array``, the thread that accessed it (-1: none, -2: several)."""
+        owners = np.full(self.arrays[array].shape, -1, dtype=np.int64)
+        for access in self.of(array, kinds):
+            g = self.global_thread(access)
+            owners[access.index] = g if owners[access.index] in (-1, g) else -2
+        return owners
+
+    def per_thread(self, kinds: str = "RWA", array: str | None = None) -> np.ndarray:
+        """How many accesses of ``kinds`` (to ``array``, or to any array) each thread made."""
+        total = int(np.prod(self.grid)) * self.threads_per_block
+        found = np.zeros(total, dtype=np.int64)
+        for access in self.accesses:
+            if access.kind in kinds and (array is None or access.array == array):
+                found[self.global_thread(access)] += 1
+        return found
+
+    def lost_updates(self, array: str) -> list[tuple[int, ...]]:
+        """Cells of a global ``array`` that two or more threads wrote without an atomic."""
+        writers: dict[tuple, set] = {}
+        for access in self.of(array, "W"):
+            writers.setdefault(access.index, set()).add(self.global_thread(access))
+        return sorted(index for index, who in writers.items() if len(who) > 1)
+
+
+def _dim3(value) -> tuple[int, int, int]:
+    return (tuple(int(v) for v in np.atleast_1d(value)) + (1, 1))[:3]
+
+
+def record_accesses(kernel, grid, block, *args) -> AccessRecord:
+    """Run ``kernel[grid, block](*args)`` once in the simulator, logging every array access.
+
+    ``args`` are numpy arrays (copied: the originals are not changed) and
+    scalars. Global arrays are logged under the kernel's parameter names,
+    shared arrays under their variable names, with the barriers each thread had
+    passed; ``cuda.atomic.add`` is logged as one ``"A"`` access.
+    """
+    from .launch import check_launch
+    from .race import _simulated
+
+    function = getattr(kernel, "py_func", kernel)
+    names = function.__code__.co_varnames[:function.__code__.co_argcount]
+    check_launch(kernel, grid, block, ())
+    with _simulator.tracing() as log, _atomics_logged(), _shared_shapes() as shapes:
+        wrapped = [_TracedGlobal(np.array(a), name, log) if isinstance(a, np.ndarray) else a
+                   for name, a in zip(names, args)]
+        _simulated(kernel)[grid, block](*wrapped)
+    arrays = {w.name: w.array for w in wrapped if isinstance(w, _TracedGlobal)}
+    accesses = [Access(*entry[:6]) for entry in log if entry[5] != "B"]
+    shared = {a.array for a in accesses} - set(arrays)
+    shapes.update({name: a.shape for name, a in arrays.items()})
+    return AccessRecord(function.__name__, _dim3(grid), _dim3(block), arrays, shared, accesses,
+                        shapes)
+
+
+@contextmanager
+def _shared_shapes():
+    """While active, note the shape of every traced shared array the simulator creates."""
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    class ShapeNoting(TracedShared):
+        def __init__(self, array, name, log) -> None:
+            super().__init__(array, name, log)
+            shapes[name] = array.shape
+
+    saved = _simulator.TracedShared
+    _simulator.TracedShared = ShapeNoting  # what _simulator's shared-array hook instantiates
+    try:
+        yield shapes
+    finally:
+        _simulator.TracedShared = saved
+
+
+class _TracedGlobal(TracedShared):
+    """A kernel argument that logs each access (the simulator passes it through as is)."""
+
+    ndim = property(lambda self: self.array.ndim)
+
+
+def _atomic_add(self, array, index, value):
+    """``cuda.atomic.add`` for the simulator, logged as one ``"A"`` access when traced."""
+    from numba.cuda.simulator import kernelapi
+
+    with kernelapi.addlock:
+        if isinstance(array, TracedShared):
+            array.log.append((*_who(), array.name, array._flat(index), "A"))
+            array = array.array
+        old = array[index]
+        array[index] += value
+    return old
+
+
+@contextmanager
+def _atomics_logged():
+    """While active, an atomic add is logged as one access instead of a read and a write."""
+    from numba.cuda.simulator import kernelapi
+
+    saved = kernelapi.FakeCUDAAtomic.add
+    kernelapi.FakeCUDAAtomic.add = _atomic_add
+    try:
+        yield
+    finally:
+        kernelapi.FakeCUDAAtomic.add = saved

@@ -73,6 +73,8 @@ def test_book_pipeline_draws_widgets_offline(demo_site, page_and_log, screenshot
     slider.wait_for(state="visible")
     assert page.locator("button.jupyter-button", has_text="step").is_visible()
     assert page.locator("mjx-container svg").first.is_visible()  # maths typeset from the vendored MathJax
+    note = page.locator(".teachgrad-static-note").first
+    assert note.is_visible() and "work when you run this chapter in JupyterLab" in note.inner_text()
     screenshot(page, "demo_page")
     assert report.pages_with_svg == ["notebooks/01_demo.html"]
     assert report.pages_with_widget == ["notebooks/01_demo.html"]
