@@ -8,9 +8,10 @@ Viewers (the graph widget, a notebook, a test) read this instead of walking
     print(g.to_dot())       # Graphviz DOT text, left to right
 
 Node kinds: ``"op"`` for a recorded operation (its ``grad_fn``), ``"leaf"`` for a
-tensor that requires grad (an input or parameter), ``"output"`` for the tensor
-the snapshot was taken of, and ``"block"`` for a whole module drawn as one node
-(:func:`collapse_blocks`). Edges go from producer to consumer in argument
+tensor that requires grad (an input or parameter), ``"const"`` for an input that
+needs no gradient (a number in the formula, or a small tensor of data: ``x * 3``
+shows its 3), ``"output"`` for the tensor the snapshot was taken of, and
+``"block"`` for a whole module drawn as one node (:func:`collapse_blocks`). Edges go from producer to consumer in argument
 order; an input used twice (``x * x``) gives two edges.
 
 Given ``group_by=model``, every node also says which child module of ``model``
@@ -35,7 +36,7 @@ SMALL = 16  # tensors with at most this many elements show their values
 @dataclass
 class GraphNode:
     id: str
-    kind: str  # "op", "leaf" or "output"
+    kind: str  # "op", "leaf", "const", "output" or "block"
     label: str  # op name ("Mul") or tensor name ("w")
     shape: tuple = ()
     dtype: str = ""
@@ -143,6 +144,13 @@ def _walk(root: Tensor, by_id: dict[int, str], max_nodes: int, graph: Graph) -> 
             break
         graph.nodes.append(_op_node(fn))
         ops[node_id(fn)] = fn
+        for pos, value in fn.constants:
+            if len(graph.nodes) >= max_nodes:
+                graph.truncated = True
+                break
+            const = _constant_node(fn, pos, value)
+            graph.nodes.append(const)
+            graph.edges.append(GraphEdge(const.id, node_id(fn), pos))
         for pos, (nxt, _) in enumerate(fn.next_functions):
             if nxt is None:
                 continue
@@ -160,6 +168,16 @@ def _walk(root: Tensor, by_id: dict[int, str], max_nodes: int, graph: Graph) -> 
     return ops
 
 
+def _constant_node(fn: Node, pos: int, value: Any) -> GraphNode:
+    """An input of ``fn`` that needs no gradient: a float in the formula or small data."""
+    if isinstance(value, float):
+        return GraphNode(id=f"{node_id(fn)}_c{pos}", kind="const", label="const", value=value)
+    meta = fn.input_meta[pos]
+    return GraphNode(id=f"{node_id(fn)}_c{pos}", kind="const", label="const",
+                     shape=tuple(meta[0]), dtype=meta[1].name,
+                     value=_small(value, fn.ctx.backend))
+
+
 def _assign_blocks(graph: Graph, ops: dict[str, Node], module: Any) -> None:
     """Label each node with the child of ``module`` that made it (ops) or owns it (parameters)."""
     block_of_module: dict[int, str] = {}
@@ -169,10 +187,14 @@ def _assign_blocks(graph: Graph, ops: dict[str, Node], module: Any) -> None:
         block_of_module[id(child)] = name
         for p in child.parameters():
             block_of_leaf.setdefault(node_id(p), name)
+    op_block = ""
     for n in graph.nodes:
         if n.kind == "op":
             path = ops[n.id].module_path
-            n.block = next((block_of_module[id(m)] for m in path if id(m) in block_of_module), "")
+            n.block = op_block = next(
+                (block_of_module[id(m)] for m in path if id(m) in block_of_module), "")
+        elif n.kind == "const":
+            n.block = op_block  # a constant follows the operation it feeds (see _walk)
         elif n.kind == "leaf":
             n.block = block_of_leaf.get(n.id, "")
 
@@ -261,6 +283,8 @@ def to_dot(graph: Graph, rankdir: str = "LR", highlight: Iterable[str] = ()) -> 
             style = 'shape=ellipse, style=filled, fillcolor="#dbe9f6", color="#4a7ab0"'
         elif n.kind == "leaf":
             style = 'shape=box, style="rounded,filled", fillcolor="#e8f5e1", color="#4f8a3c"'
+        elif n.kind == "const":
+            style = 'shape=box, style="rounded,filled,dashed", fillcolor="#f2f2f2", color="#888888"'
         else:
             style = 'shape=box, style="rounded,filled", fillcolor="#fdf1d8", color="#b07d1a"'
         if n.id in highlight:

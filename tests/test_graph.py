@@ -49,14 +49,29 @@ def test_x_times_x_is_two_edges():
     assert sum(n.kind == "leaf" for n in g.nodes) == 1  # one leaf, two edges
 
 
-def test_constants_are_not_nodes_and_unnamed_leaves_show_their_shape():
+def test_constants_are_shown_and_unnamed_leaves_show_their_shape():
     w = tg.ones(2, 3, requires_grad=True)
-    c = tg.ones(2, 3)  # does not require grad: no edge, like PyTorch's graph
+    c = tg.full((2, 3), 3.0)  # needs no gradient: drawn as a constant, with its values
     g = graph.snapshot((w * c).sum())
     leaves = [n for n in g.nodes if n.kind == "leaf"]
     assert [n.label for n in leaves] == ["2×3"]
     mul = next(n for n in g.nodes if n.label == "Mul")
-    assert edges_into(g, mul.id) == [(node_id(w), 0)]
+    const = next(n for n in g.nodes if n.kind == "const")
+    assert sorted(edges_into(g, mul.id), key=lambda e: e[1]) == [(node_id(w), 0), (const.id, 1)]
+    assert const.value == [[3.0] * 3] * 2 and const.shape == (2, 3)
+
+
+def test_numbers_in_a_formula_are_constants_and_large_data_is_not():
+    x = tg.tensor(3.0)
+    w = tg.tensor(2.0, requires_grad=True)
+    g = graph.snapshot((w * x) ** 2 + 1.5)
+    values = {n.value for n in g.nodes if n.kind == "const"}
+    assert values == {3.0, 2.0, 1.5}  # the data x, the exponent, the added number
+    mul = next(n for n in g.nodes if n.label == "Mul")
+    assert mul.value == 6.0  # checkable by hand now: 2 * 3
+    big = graph.snapshot((w * tg.ones(100)).sum())
+    assert not [n for n in big.nodes if n.kind == "const"]
+    assert "const" in graph.snapshot((w * x) ** 2).to_dot()
 
 
 def test_grads_appear_after_backward():
@@ -102,7 +117,7 @@ def test_max_nodes_truncates_and_keeps_only_edges_between_kept_nodes():
     kept = {n.id for n in g.nodes}
     assert all(e.source in kept and e.target in kept for e in g.edges)
     full = graph.snapshot(y)
-    assert not full.truncated and len(full.nodes) == 32  # output + 30 Mul + leaf
+    assert not full.truncated and len(full.nodes) == 62  # output + 30 Mul, 30 constants + leaf
     assert "graph cut at the node budget" in g.to_dot()
 
 

@@ -214,7 +214,7 @@ def test_graph_view_collapses_a_deep_model_that_is_over_the_node_budget():
     assert not view.graph.truncated and view.message.value == ""
     titles = node_titles(view.to_svg())
     assert {f"block_{i}" for i in range(13)} <= titles
-    assert len(titles) == 13 + 3  # the blocks, Pow, Mean and the output
+    assert len(titles) == 13 + 4  # the blocks, Pow and its exponent, Mean and the output
     assert "11: Block" in view.to_svg() and "12: Linear" in view.to_svg()
     view.collapse_toggle.value = False
     assert view.graph.truncated and not any(t.startswith("block_") for t in

@@ -122,12 +122,15 @@ class Node:
 
     __slots__ = ("function", "ctx", "next_functions", "input_meta", "num_outputs",
                  "output_meta", "sequence", "_pre_hooks", "output_values", "module_path",
-                 "__weakref__")
+                 "constants", "__weakref__")
 
     def __init__(self, function: type["Function"], ctx: Context, edges: tuple, input_meta: tuple,
-                 outputs: tuple) -> None:
+                 outputs: tuple, constants: tuple = ()) -> None:
         self.function = function
         self.ctx = ctx
+        # (argument position, value) of inputs that need no gradient: a Python number or a
+        # small tensor's array, so a graph view can show `x * 3` with its 3
+        self.constants = constants
         # (edges and input metas come from Function._apply's one pass over the inputs)
         self.next_functions: tuple[tuple[Any, int], ...] = edges
         self.input_meta = input_meta  # (shape, dtype, device), None for non-tensors
@@ -265,7 +268,7 @@ class Function(metaclass=_FunctionMeta):
         # when recording, where each one's gradient will go (the node's edges).
         recording = grad_mode._enabled
         device = backend = None
-        needs, edges, metas = [], [], []
+        needs, edges, metas, constants = [], [], [], []
         for a in args:
             if isinstance(a, Tensor):
                 if device is None:
@@ -279,11 +282,15 @@ class Function(metaclass=_FunctionMeta):
                     elif a.requires_grad:
                         edges.append((a._accumulator(), 0))
                     else:
+                        if math.prod(a._array.shape) <= SMALL_OUTPUT:
+                            constants.append((len(edges), a._array))
                         edges.append(_NO_EDGE)
                     metas.append((a._array.shape, a.dtype, a.device))
             else:
                 needs.append(False)
                 if recording:
+                    if type(a) is float:  # a number in the formula (ints are dims, sizes)
+                        constants.append((len(edges), a))
                     edges.append(_NO_EDGE)
                     metas.append(None)
         if device is None:  # no tensor arguments at all
@@ -312,7 +319,8 @@ class Function(metaclass=_FunctionMeta):
             outputs = _outputs(cls, raw, device, backend, args)
         if record:
             produced = outputs if type(outputs) is tuple else (outputs,)
-            _record(Node(cls, ctx, tuple(edges), tuple(metas), produced), ctx, produced)
+            _record(Node(cls, ctx, tuple(edges), tuple(metas), produced, tuple(constants)),
+                    ctx, produced)
         return outputs
 
 
