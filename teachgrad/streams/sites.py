@@ -32,10 +32,10 @@ def enqueue_site(skip: int = 1) -> tuple[str, str | None]:
     op = None
     while frame is not None:
         code = frame.f_code
-        if not _inside_library(code.co_filename):
-            return _where(frame), op
         if op is None and code.co_name in ("forward", "backward") and "ctx" in code.co_varnames:
             op = code.co_qualname  # e.g. "Mul.forward": a Function's forward or backward
+        if not _inside_library(code.co_filename):
+            return _where(frame), op  # a learner's own Function counts as well
         frame = frame.f_back
     return "<teachgrad internals>", op
 

@@ -24,20 +24,14 @@ import collections
 import contextlib
 import itertools
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from . import records, sites
+from .simulated import device_lock as _device_lock, low_switch_interval, on_worker, set_busy
 from .records import HostWait, OpRecord
-
-#: Python's thread switch interval while a simulated stream has work. The worker
-#: thread needs the GIL to pick up the next op; at the default 5 ms the host would
-#: keep it that long. (The simulator's barrier also polls, and likes it short.)
-SIMULATOR_SWITCH_INTERVAL = 5e-5
-
 
 class KernelError(RuntimeError):
     """A kernel enqueued earlier failed; raised at the next call that waits for it."""
@@ -81,58 +75,6 @@ def _simulated() -> bool:
     from .. import _cuda_setup
 
     return _cuda_setup.is_simulated()
-
-
-# -- the switch interval, low while any simulated stream has work --------------------
-
-_switch_lock = threading.Lock()
-_busy_streams = 0
-_saved_interval = sys.getswitchinterval()
-
-
-def _set_busy(delta: int) -> None:
-    global _busy_streams, _saved_interval
-    with _switch_lock:
-        if delta > 0 and _busy_streams == 0:
-            _saved_interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(_saved_interval, SIMULATOR_SWITCH_INTERVAL))
-        _busy_streams += delta
-        if _busy_streams == 0:
-            sys.setswitchinterval(_saved_interval)
-
-
-def _device_lock():
-    """The simulated device's lock: one kernel runs at a time, whichever stream sent it."""
-    from ..kernels._simulator import DEVICE_LOCK, patch_simulator
-
-    patch_simulator()  # before any kernel runs off the main thread
-    _wait_before_host_reads()
-    return DEVICE_LOCK
-
-
-_on_worker = threading.local()  # .active is True on a stream's worker thread
-
-
-def _wait_before_host_reads() -> None:
-    """Make a simulated device array's ``copy_to_host`` wait for the streams first.
-
-    On a GPU, ``copy_to_host()`` on the default stream waits for the kernels
-    queued before it; the simulator's copy would read the array at once, before
-    a worker thread has run them. This restores the GPU's behaviour.
-    """
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-
-    original = FakeCUDAArray.copy_to_host
-    if getattr(original, "waits_for_streams", False):
-        return
-
-    def copy_to_host(self, *args, **kwargs):
-        if not getattr(_on_worker, "active", False):
-            synchronize()
-        return original(self, *args, **kwargs)
-
-    copy_to_host.waits_for_streams = True
-    FakeCUDAArray.copy_to_host = copy_to_host
 
 
 @dataclass
@@ -206,7 +148,7 @@ class Stream:
                                                 name=f"teachgrad-stream-{self.id}")
                 self._worker.start()
             if not self._queue:
-                _set_busy(+1)
+                set_busy(+1)
             self._queue.append(item)
             self._cv.notify_all()
 
@@ -219,7 +161,7 @@ class Stream:
 
     # -- the device side (simulator) ---------------------------------------------------
     def _work_loop(self) -> None:
-        _on_worker.active = True
+        on_worker.active = True
         while True:
             with self._cv:
                 while not self._queue:
@@ -231,7 +173,7 @@ class Stream:
             with self._cv:
                 self._queue.popleft()
                 if not self._queue:
-                    _set_busy(-1)
+                    set_busy(-1)
                 self._cv.notify_all()
 
     def _run(self, item: _Item, raise_now: bool) -> None:
@@ -241,7 +183,7 @@ class Stream:
             self._skipped += 1
             return
         lock = _device_lock() if item.uses_device else contextlib.nullcontext()
-        with lock, (_low_switch_interval() if raise_now else contextlib.nullcontext()):
+        with lock, (low_switch_interval() if raise_now else contextlib.nullcontext()):
             cpu0 = time.thread_time()
             record.started, record.status = records.now(), "running"
             try:
@@ -331,15 +273,6 @@ class Stream:
         if self._worker is not None and self._worker.is_alive():
             self._put(_STOP)
             self._worker.join(timeout=5.0)
-
-
-@contextlib.contextmanager
-def _low_switch_interval() -> Iterator[None]:
-    _set_busy(+1)
-    try:
-        yield
-    finally:
-        _set_busy(-1)
 
 
 # -- the current stream (per host thread, as in PyTorch) ------------------------------------
