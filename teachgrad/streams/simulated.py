@@ -69,9 +69,9 @@ def _wait_before_host_reads() -> None:
 
     def copy_to_host(self, *args, **kwargs):
         if not getattr(on_worker, "active", False):  # a worker must not wait for itself
-            from .stream import synchronize
+            from .stream import synchronize_if_pending
 
-            synchronize()
+            synchronize_if_pending()  # to_host has waited already: do not record it twice
         return original(self, *args, **kwargs)
 
     copy_to_host.waits_for_streams = True

@@ -324,6 +324,12 @@ def synchronize() -> None:
         s.raise_deferred()
 
 
+def synchronize_if_pending() -> None:
+    """:func:`synchronize`, but only when some stream has work or an error to report."""
+    if any(s.pending() or s._failure is not None for s in list(_all_streams)):
+        synchronize()
+
+
 def enqueue(kind: str, name: str, run: Callable[[Any], None]) -> OpRecord:
     """Enqueue device work on the current stream (what kernel launches and copies call)."""
     return current_stream().enqueue(kind, name, run, site=sites.enqueue_site(2))
