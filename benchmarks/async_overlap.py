@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_arguments(__doc__, argv, loops=8, repeats=5, quick=(4, 2),
                            out="async_overlap.json")
     steps, repeats = args.loops, args.repeats
+    machine = header(None)  # the load average before the run
     warm = Loop(1000)
     in_mode(False, lambda: warm.run(2))  # first calls: kernel factories, caches
     cal = calibrate(warm)
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> dict:
     cpu_per_wall = {mode: [c / w for w, c in r] for mode, r in runs.items()}
     ratios = [b / a for a, b in zip(walls["async"], walls["blocking"])]
     result = {
-        "header": {**header(None), "simulated": tg.cuda.is_simulated(),
+        "header": {**machine, "simulated": tg.cuda.is_simulated(),
                    "switch_interval_s_while_streams_busy": SIMULATOR_SWITCH_INTERVAL},
         "workload": {"steps": steps, "repeats": repeats, "batch": BATCH, "features": FEATURES,
                      "hidden": HIDDEN, "host_raw_numbers": raw_size, **cal},

@@ -130,4 +130,4 @@ def test_set_launch_blocking_takes_a_bool():
 def test_cpu_ops_stay_synchronous():
     with streams.recording() as rec:
         (tg.ones(3) * 2).sum().item()
-    assert rec.ops == [] and all(w.reason == "recording" for w in rec.waits)
+    assert rec.ops == [] and all(w.reason == "end of recording" for w in rec.waits)

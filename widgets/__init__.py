@@ -19,6 +19,7 @@ from .speed_chart import SpeedChart
 from .stepper import BackpropStepper
 from .thread_map import ThreadMap
 from .tile_view import TileView
+from .timeline import Timeline
 
 __all__ = ["BackpropStepper", "GraphView", "GraphvizUnavailable", "RaceView", "SpeedChart",
            "ThreadMap", "TileView", "render_svg"]

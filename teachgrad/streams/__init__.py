@@ -56,10 +56,11 @@ def recording(wait_at_end: bool = True) -> Iterator[Recording]:
     """
     from .. import _cuda_setup
     from . import records
+    from .stream import wait_for_all_streams
 
     def finish(rec: Recording) -> None:
         if wait_at_end:
-            synchronize()
+            wait_for_all_streams("end of recording")
 
     with records.collect(_cuda_setup.is_simulated(), finish) as rec:
         yield rec

@@ -311,15 +311,20 @@ def stream(s: Stream | None) -> Iterator[Stream | None]:
 
 def synchronize() -> None:
     """Wait until every stream has run everything enqueued; raise the first deferred error."""
+    wait_for_all_streams()
+
+
+def wait_for_all_streams(reason: str | None = None) -> None:
+    """:func:`synchronize`, recorded as a wait for ``reason`` (default: the caller's name)."""
     if not _all_streams:
         return
-    reason, site = sites.wait_reason(2)
+    found, site = sites.wait_reason(3 if reason is None else 2)
     began = records.now()
     try:
         for s in list(_all_streams):
             s._wait_for_queue()
     finally:
-        records.note_wait(HostWait(reason, site, began, records.now()))
+        records.note_wait(HostWait(reason or found, site, began, records.now()))
     for s in list(_all_streams):
         s.raise_deferred()
 
