@@ -21,6 +21,7 @@ and the host-to-device copy call it, and the device-to-host copy calls
     event.py    Event: record / query / synchronize / wait / elapsed_time
     records.py  OpRecord, HostWait, Recording: the timeline the Timeline widget draws
     sites.py    which op and which line of the learner's code an item came from
+    busy.py     busy(seconds): a kernel slowed on purpose, to watch the queue in lessons
 
 Recording a timeline::
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
+from .busy import busy
 from .event import Event
 from .records import HostWait, OpRecord, Recording
 from .stream import (
@@ -41,7 +43,7 @@ from .stream import (
 )
 
 __all__ = [
-    "Event", "HostWait", "KernelError", "OpRecord", "Recording", "Stream", "current_stream",
+    "busy", "Event", "HostWait", "KernelError", "OpRecord", "Recording", "Stream", "current_stream",
     "default_stream", "enqueue", "launch_blocking", "recording", "set_launch_blocking",
     "stream", "synchronize", "blocking_launches",
 ]

@@ -113,6 +113,7 @@ class Stream:
         if self._handle is None:
             _device_lock()  # patches the simulator for threads now, not mid-launch
         self._in_flight: list[OpRecord] = []  # GPU: launched since the last synchronize
+        self._last: OpRecord | None = None
         _all_streams.append(self)
 
     def _gpu_stream(self):
@@ -130,6 +131,7 @@ class Stream:
         """Put ``run`` on this stream; return its record at once (blocking mode: after it ran)."""
         where, op = site or sites.enqueue_site(2)
         record = OpRecord(kind, name, op, where, self.id, records.now())
+        self._last = record
         records.note_op(record)
         item = _Item(record, run, uses_device)
         if self._handle is not None:
@@ -140,6 +142,10 @@ class Stream:
         else:
             self._put(item)
         return record
+
+    def last_record(self) -> OpRecord | None:
+        """The record of the item enqueued last on this stream (None before the first)."""
+        return self._last
 
     def _put(self, item: Any) -> None:
         with self._cv:
