@@ -159,3 +159,10 @@ def test_host_to_device_copies_are_ordered_on_the_stream():
     copies = [op for op in rec.ops if op.kind == "h2d"]
     assert copies[-1].name == "copy 16 bytes to the device"
     assert copies[-1].started >= rec.ops[1].finished
+
+
+def test_the_default_stream_is_stream_zero_and_event_wait_checks_its_argument():
+    assert tg.cuda.default_stream().id == 0 and tg.cuda.Stream().id > 0
+    with pytest.raises(TypeError) as error:
+        tg.cuda.Event().record().wait("default")
+    assert str(error.value) == "Event.wait takes a Stream or None, got str"

@@ -96,6 +96,8 @@ class Event:
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make work enqueued on ``stream`` from now on wait until this event has happened."""
+        if stream is not None and not isinstance(stream, Stream):
+            raise TypeError(f"Event.wait takes a Stream or None, got {type(stream).__name__}")
         stream = stream or current_stream()
         mark = self._mark
         if mark is None:

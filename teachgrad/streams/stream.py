@@ -96,12 +96,14 @@ class Stream:
     :meth:`wait_stream` or :meth:`wait_event`, as in PyTorch.
     """
 
-    def __init__(self, priority: int = 0) -> None:
+    def __init__(self, priority: int = 0, *, _is_default: bool = False) -> None:
         if not isinstance(priority, int):
             raise TypeError(f"priority must be an int, got {priority!r}")
         from .. import _cuda_setup
 
         _cuda_setup.require_cuda()
+        if not _is_default:
+            default_stream()  # made first, so that it is stream 0
         self.id = next(_ids)
         self.priority = priority
         self._cv = threading.Condition()
@@ -109,17 +111,18 @@ class Stream:
         self._failure: tuple[OpRecord, BaseException] | None = None
         self._skipped = 0
         self._worker: threading.Thread | None = None
-        self._handle = None if _simulated() else self._gpu_stream()
+        self._handle = None if _simulated() else self._gpu_stream(_is_default)
         if self._handle is None:
             _device_lock()  # patches the simulator for threads now, not mid-launch
         self._in_flight: list[OpRecord] = []  # GPU: launched since the last synchronize
         self._last: OpRecord | None = None
         _all_streams.append(self)
 
-    def _gpu_stream(self):
+    @staticmethod
+    def _gpu_stream(is_default: bool):
         from numba import cuda
 
-        return cuda.default_stream() if self.id == 0 else cuda.stream()
+        return cuda.default_stream() if is_default else cuda.stream()
 
     def __repr__(self) -> str:
         where = "simulator worker thread" if self._handle is None else "CUDA stream"
@@ -292,7 +295,7 @@ def default_stream() -> Stream:
     """The stream every launch uses unless a ``with stream(s):`` block says otherwise."""
     global _default
     if _default is None:
-        _default = Stream()
+        _default = Stream(_is_default=True)
     return _default
 
 
