@@ -43,19 +43,20 @@ class Bar:
     start_ms: float
     end_ms: float
     kind: str  #: an op's kind ("kernel", "h2d", ...), "wait" or "idle"
-    label: str
+    label: str  #: the whole story, shown on hover
+    short: str = ""  #: written inside the bar when it is wide enough
 
 
 def timeline_bars(rec: Any, min_gap_ms: float = 0.0) -> list[Bar]:
     """The recording as bars: host waits, device ops, and the idle gaps between them."""
     ms = lambda t: (t - rec.began) * 1e3  # noqa: E731
-    bars = [Bar("host", ms(w.began), ms(w.ended), "wait", f"waited in {w.reason} ({w.site})")
-            for w in rec.waits]
+    bars = [Bar("host", ms(w.began), ms(w.ended), "wait", f"waited in {w.reason} ({w.site})",
+                f"wait: {w.reason}") for w in rec.waits]
     for op in rec.ops:
         if op.started is None or op.finished is None:
             continue  # not run (yet), or a GPU op without device times
         bars.append(Bar(f"stream {op.stream}", ms(op.started), ms(op.finished), op.kind,
-                        f"{op.describe()} [{op.status}]"))
+                        f"{op.describe()} [{op.status}]", op.op or op.name))
     for stream in rec.streams:
         for start, end in rec.idle_gaps(stream, min_gap_ms / 1e3):
             bars.append(Bar(f"stream {stream}", ms(start), ms(end), "idle", "device idle"))
@@ -82,6 +83,10 @@ def draw_timeline(rec: Any, width: int = 760) -> str:
                               lane_h - 6, fill, "#ffffff", 1, dashed=bar.kind == "idle",
                               title=f"{bar.label}: {bar.start_ms:.2f}-{bar.end_ms:.2f} ms",
                               attrs=f'data-kind="{bar.kind}" data-lane="{escape(bar.lane)}"'))
+        width_px = (bar.end_ms - bar.start_ms) * scale
+        if bar.short and width_px > 7 * len(bar.short):  # only where the words fit
+            body.append(_svg.text(left + (bar.start_ms + bar.end_ms) / 2 * scale, y + lane_h / 2 - 3,
+                                  bar.short, 9))
     for op in rec.ops:  # the host enqueued it here
         x = left + (op.enqueued - rec.began) * 1e3 * scale
         body.append(f'<line x1="{x:.1f}" y1="{top + 4}" x2="{x:.1f}" y2="{top + lane_h - 10}" '
