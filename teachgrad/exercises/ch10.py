@@ -34,26 +34,25 @@ def check_device_time_ms(device_time_ms: Callable[[Callable[[], Any]], float]) -
                                "a host clock measures when the host is told, not the device",
                                hint="start = tg.cuda.Event(enable_timing=True); start.record(); "
                                     "fn(); end.record(); end.synchronize()", show_values=False)
+            held_ms = held * 1e3
             if got < 0.5 * expected:
                 hint = ("record the end event after fn(): the marker must sit behind fn's kernels "
                         "on the stream")
-                if abs(got * 1e3 - expected) < 0.3 * expected:
+                if 0.5 * expected <= got * 1e3 <= expected + held_ms:
                     hint = "elapsed_time is already in milliseconds: do not divide by 1000"
                 raise Mismatch(f"{got:.3g} ms is far shorter than the kernel's {expected:.0f} ms",
                                f"about {expected:.0f}", got, hint)
-            held_ms = held * 1e3
-            if got > expected + 0.5 * held_ms:
+            # a busy machine delays the device a little; a host clock adds the whole queue
+            if got > expected + 0.6 * held_ms:
                 raise Mismatch(f"{got:.0f} ms includes the {held_ms:.0f} ms the stream was "
                                "already busy before fn", f"about {expected:.0f}", got,
                                hint="events measure between two markers on the device; a host "
                                     "clock started before fn also counts the queue ahead of it")
-            expect_close(got, expected, rtol=0.5, atol=40, what="device time (ms)",
-                         hint="elapsed_time between an event before fn and one after it")
         return Test(f"a {kernel * 1e3:.0f} ms kernel, behind {held * 1e3:.0f} ms of queued work",
                     run, "make both events with enable_timing=True, and synchronize the end event")
 
     rng = np.random.default_rng()
-    tests = [on(0.15, 0.1)] + [on(float(rng.uniform(0.1, 0.2)), float(rng.uniform(0.08, 0.15)))]
+    tests = [on(0.4, 0.1), on(float(rng.uniform(0.4, 0.6)), float(rng.uniform(0.08, 0.15)))]
     return check("10.1", tests, candidate=device_time_ms,
                  solved="events time the device between two markers, whatever the host was doing.")
 
