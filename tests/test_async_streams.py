@@ -166,3 +166,18 @@ def test_the_default_stream_is_stream_zero_and_event_wait_checks_its_argument():
     with pytest.raises(TypeError) as error:
         tg.cuda.Event().record().wait("default")
     assert str(error.value) == "Event.wait takes a Stream or None, got str"
+
+
+def test_every_synchronising_call_is_recorded_with_its_name():
+    x = tg.tensor([1.0, 2.0], device="cuda")
+    with tg.cuda.record_timeline(wait_at_end=False) as rec:
+        (x * 2).sum().item()
+        (x * 2).tolist()
+        (x * 2).cpu()
+        repr(x * 2)
+        tg.cuda.synchronize()
+        tg.cuda.Event().record().synchronize()
+    assert [w.reason for w in rec.waits] == [
+        "Tensor.item", "Tensor.tolist", "Tensor.cpu", "Tensor.__repr__", "synchronize",
+        "Event.synchronize"]
+    assert all(w.site.startswith("test_async_streams.py:") for w in rec.waits)

@@ -71,3 +71,18 @@ def test_overlapping_host_work_shows_as_a_busy_device_and_no_host_wait():
     assert [b.label.split(" (")[0] for b in bars if b.kind == "wait"] == ["waited in end of recording"]
     assert "stream" in view.to_svg() and "host" in view.to_svg()
     assert Timeline._repr_mimebundle_(view)["image/svg+xml"].startswith("<svg")
+
+
+def test_each_stream_gets_its_own_lane():
+    side = tg.cuda.Stream()
+    x = tg.ones(8, device="cuda")
+    with tg.cuda.record_timeline() as rec:
+        y = x * 2
+        side.wait_stream(tg.cuda.current_stream())
+        with tg.cuda.stream(side):
+            z = y + 1
+    view = Timeline(rec)
+    assert view.lanes == ["host", "stream 0", f"stream {side.id}"]
+    side_bars = [b for b in view.bars if b.lane == f"stream {side.id}" and b.kind == "kernel"]
+    assert [b.short for b in side_bars] == ["Add.forward"]
+    assert z.tolist() == [3.0] * 8

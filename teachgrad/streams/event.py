@@ -85,7 +85,7 @@ class Event:
         mark = self._recorded("synchronize")
         from .records import HostWait, note_wait
 
-        reason, site = sites.wait_reason(2)
+        reason, site = sites.wait_reason(1)  # from here: names Event.synchronize
         began = now()
         if mark.cuda_event is not None:
             mark.cuda_event.synchronize()
