@@ -181,3 +181,33 @@ def test_every_synchronising_call_is_recorded_with_its_name():
         "Tensor.item", "Tensor.tolist", "Tensor.cpu", "Tensor.__repr__", "synchronize",
         "Event.synchronize"]
     assert all(w.site.startswith("test_async_streams.py:") for w in rec.waits)
+
+
+def test_gpu_op_times_are_placed_on_the_host_clock_through_the_anchor(monkeypatch):
+    """The GPU path's arithmetic, with stand-in CUDA events (there is no GPU here)."""
+    from numba import cuda as numba_cuda
+
+    from teachgrad.streams import gpu_times, records
+
+    device_clock = iter([10.0, 12.0, 15.0])  # ms on the device: anchor, start, end
+
+    class StandInEvent:
+        def __init__(self, timing):
+            self.ms = None
+
+        def record(self, handle):
+            self.ms = next(device_clock)
+
+    monkeypatch.setattr(numba_cuda, "event", StandInEvent, raising=False)
+    monkeypatch.setattr(numba_cuda, "event_elapsed_time", lambda a, b: b.ms - a.ms, raising=False)
+    ran = []
+    op = records.OpRecord("kernel", "k", None, "-", 0, 0.0)
+    with records.collect(False, gpu_times.resolve) as rec:
+        gpu_times.start_recording("stream")
+        anchor_host = gpu_times._anchor[1]
+        gpu_times.launch_timed(op, "stream", ran.append)
+    assert ran == ["stream"] and rec.simulated is False
+    assert op.started == pytest.approx(anchor_host + 0.002)
+    assert op.finished == pytest.approx(anchor_host + 0.005)
+    gpu_times.launch_timed(op, "stream", ran.append)  # no recording open: no events
+    assert ran == ["stream", "stream"]

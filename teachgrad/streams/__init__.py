@@ -22,6 +22,7 @@ and the host-to-device copy call it, and the device-to-host copy calls
     records.py  OpRecord, HostWait, Recording: the timeline the Timeline widget draws
     sites.py    which op and which line of the learner's code an item came from
     busy.py     busy(seconds): a kernel slowed on purpose, to watch the queue in lessons
+    gpu_times.py  per-op device times from CUDA events on a GPU (the simulator needs none)
 
 Recording a timeline::
 
@@ -60,11 +61,19 @@ def recording(wait_at_end: bool = True) -> Iterator[Recording]:
     from . import records
     from .stream import wait_for_all_streams
 
+    from . import gpu_times
+
+    simulated = _cuda_setup.is_simulated()
+
     def finish(rec: Recording) -> None:
         if wait_at_end:
             wait_for_all_streams("end of recording")
+            if not simulated:
+                gpu_times.resolve(rec)  # CUDA events -> the host clock
 
-    with records.collect(_cuda_setup.is_simulated(), finish) as rec:
+    with records.collect(simulated, finish) as rec:
+        if not simulated:
+            gpu_times.start_recording(default_stream()._handle)
         yield rec
 
 

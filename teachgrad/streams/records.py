@@ -9,9 +9,9 @@ a :class:`HostWait` says where and for how long.
 
 Times are seconds on one clock, :func:`now` (``time.perf_counter``), shared
 by the host thread and the worker threads: in the simulator that *is* the
-device's clock. On a real GPU teachgrad does not record per-op device times
-yet: ``started`` and ``finished`` stay None there (time GPU work with
-:class:`~teachgrad.streams.Event`, which uses CUDA's own events).
+device's clock. On a real GPU they come from CUDA events around each launch,
+placed on the host clock when a recording ends (:mod:`.gpu_times`; that code
+has not run here, where there is no GPU).
 
 :func:`recording` collects these while a block of code runs, together with
 the wall time and the CPU time of the whole process: CPU/wall above 1 means
@@ -69,7 +69,7 @@ class Recording:
     ended: float | None = None  #: host clock at its end
     cpu_seconds: float = 0.0  #: CPU time of the whole process (all threads) during the block
     host_cpu_seconds: float = 0.0  #: CPU time of the host thread alone
-    simulated: bool = True  #: True: device times read the host clock; a GPU records none yet
+    simulated: bool = True  #: True: device times read the host clock; False: CUDA events
 
     @property
     def wall_seconds(self) -> float:

@@ -162,8 +162,10 @@ class Stream:
             self._cv.notify_all()
 
     def _launch_on_gpu(self, item: _Item) -> None:
-        item.record.status = "running"  # per-op device times on a GPU are not recorded yet
-        item.run(self._handle)
+        from . import gpu_times
+
+        item.record.status = "running"
+        gpu_times.launch_timed(item.record, self._handle, item.run)
         self._in_flight.append(item.record)
         if _blocking:
             self.synchronize()
