@@ -10,7 +10,7 @@ import pytest
 from teachgrad.exercises import NOT_SOLVED_YET, SOLVED, WRONG, ERROR, ch10
 from teachgrad.exercises.edition import learner_stub
 from teachgrad.streams import OpRecord
-from test_exercises_ch06_09 import solution_source
+from test_exercises_ch06_09 import NOTEBOOKS, make_learner, solution_source
 
 NOTEBOOK = "10_asynchronous_execution"
 EXERCISES = [("device_time_ms", ch10.check_device_time_ms),
@@ -34,6 +34,22 @@ def test_reference_solution_is_solved(name, checker):
 def test_learner_stub_is_not_solved_yet(name, checker):
     feedback = checker(define(learner_stub(solution_source(NOTEBOOK, name)), name))
     assert feedback.status == NOT_SOLVED_YET, feedback.message
+
+
+@pytest.mark.slow
+def test_learner_edition_runs_to_the_end_and_every_check_is_not_solved_yet(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    [written] = make_learner().make_learner_edition([NOTEBOOKS / f"{NOTEBOOK}.ipynb"], tmp_path)
+    learner = nbformat.read(written, as_version=4)
+    NotebookClient(learner, kernel_name="python3", timeout=600,
+                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    checks = [cell for cell in learner.cells if cell.cell_type == "code" and ".check_" in cell.source]
+    assert len(checks) == len(EXERCISES)
+    for cell in checks:
+        printed = "".join(output.get("text", "") for output in cell.outputs)
+        assert "not solved yet" in printed, f"{cell.source!r} printed {printed!r}"
 
 
 # -- 10.1 device_time_ms ----------------------------------------------------------------------
