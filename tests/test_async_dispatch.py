@@ -3,6 +3,7 @@ with the host really running ahead (in the simulator, a worker thread plays the 
 import teachgrad as tg  # first: chooses GPU or simulator before numba loads
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -131,3 +132,22 @@ def test_cpu_ops_stay_synchronous():
     with streams.recording() as rec:
         (tg.ones(3) * 2).sum().item()
     assert rec.ops == [] and all(w.reason == "end of recording" for w in rec.waits)
+
+
+def test_the_host_can_use_numba_cuda_while_a_kernel_of_the_same_module_runs():
+    """While a simulated kernel runs, `cuda` in its module must stay numba.cuda for the host."""
+    GATE.clear()
+    x = to_device(np.zeros(8))
+    launch(gated_fill, 1, 8, x, 4.0)  # running on the worker, inside this module's globals
+    time.sleep(0.05)
+
+    @cuda.jit  # the host, meanwhile, defines and launches another kernel of this module
+    def add_one(y):
+        i = cuda.grid(1)
+        if i < y.size:
+            y[i] += 1.0
+
+    assert hasattr(cuda, "jit") and "numba.cuda" in repr(cuda)
+    launch(add_one, 1, 8, x)  # queued behind the gated kernel: runs after it
+    GATE.set()
+    np.testing.assert_array_equal(to_host(x), np.full(8, 5.0))

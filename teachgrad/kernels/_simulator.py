@@ -54,6 +54,12 @@ class ThreadRoutedCuda:
             return getattr(context, name)
         return getattr(self._real, name)
 
+    def __repr__(self) -> str:  # what a learner printing ``cuda`` expects to see
+        return repr(self._real)
+
+    def __dir__(self) -> list[str]:  # tab completion in a notebook
+        return dir(self._real)
+
 
 @contextlib.contextmanager
 def _routed_cuda_module(fn, fake_cuda_module):
