@@ -146,3 +146,20 @@ def test_the_environment_variable_turns_blocking_on():
     """, TEACHGRAD_LAUNCH_BLOCKING="1")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True ['done', 'done']"
+
+
+def test_a_forked_child_starts_its_streams_afresh():
+    result = _run("""
+        import os
+        import teachgrad as tg
+        x = tg.ones(8, device="cuda")
+        y = (x * 2).sum()                   # the parent's worker thread is running
+        pid = os.fork()
+        if pid == 0:                        # the child has no worker thread: it must make one
+            z = (tg.ones(4, device="cuda") * 3).sum().item()
+            os._exit(0 if z == 12.0 else 1)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), y.item())
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "0 16.0"

@@ -40,6 +40,20 @@ def set_busy(delta: int) -> None:
             sys.setswitchinterval(_saved_interval)
 
 
+def reset_after_fork() -> None:
+    """In a forked child: no stream is busy, and no kernel holds the device."""
+    global _busy_streams, _switch_lock
+    _switch_lock = threading.Lock()
+    if _busy_streams:
+        sys.setswitchinterval(_saved_interval)
+    _busy_streams = 0
+    from ..kernels import _simulator
+    from . import records
+
+    _simulator.DEVICE_LOCK, _simulator._lock = threading.RLock(), threading.Lock()
+    records._lock = threading.Lock()  # another thread may have held these at the fork
+
+
 @contextlib.contextmanager
 def low_switch_interval() -> Iterator[None]:
     """The lowered switch interval for a kernel run on the host thread (blocking launches)."""

@@ -357,4 +357,17 @@ def _stop_workers() -> None:
         s._stop()
 
 
+def _after_fork_in_child() -> None:
+    """A forked child has no worker threads: start every stream afresh (its queue is the parent's)."""
+    from . import simulated
+
+    simulated.reset_after_fork()
+    for s in _all_streams:
+        s._cv = threading.Condition()
+        s._queue = collections.deque()
+        s._worker, s._failure, s._skipped = None, None, 0
+
+
 atexit.register(_stop_workers)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
