@@ -23,6 +23,7 @@ and the host-to-device copy call it, and the device-to-host copy calls
     sites.py    which op and which line of the learner's code an item came from
     busy.py     busy(seconds): a kernel slowed on purpose, to watch the queue in lessons
     gpu_times.py  per-op device times from CUDA events on a GPU (the simulator needs none)
+    simulated.py  what a worker thread needs to play the device in numba's simulator
 
 Recording a timeline::
 
