@@ -86,3 +86,19 @@ def test_each_stream_gets_its_own_lane():
     side_bars = [b for b in view.bars if b.lane == f"stream {side.id}" and b.kind == "kernel"]
     assert [b.short for b in side_bars] == ["Add.forward"]
     assert z.tolist() == [3.0] * 8
+
+
+def test_the_slider_zooms_in_on_a_stretch_of_time():
+    x = tg.ones(16, device="cuda")
+    view = Timeline.of(lambda: [x * k for k in range(1, 5)])
+    kernels = [b for b in view.bars if b.kind == "kernel"]
+    assert view.window.value == (0.0, view.window.max) and view.window.max >= kernels[-1].end_ms
+    full = view.to_svg()
+    assert full.count('data-kind="kernel"') == 4
+    first = kernels[0]
+    middle = (first.start_ms + first.end_ms) / 2
+    view.window.value = (first.start_ms, middle)  # inside the first kernel only
+    zoomed = view.to_svg()
+    assert zoomed.count('data-kind="kernel"') == 1
+    assert f"{first.start_ms:.1f} to {middle:.1f} ms" in zoomed
+    assert view.canvas.value.count('data-kind="kernel"') == 1  # the slider redrew the canvas
