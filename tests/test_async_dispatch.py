@@ -151,3 +151,17 @@ def test_the_host_can_use_numba_cuda_while_a_kernel_of_the_same_module_runs():
     launch(add_one, 1, 8, x)  # queued behind the gated kernel: runs after it
     GATE.set()
     np.testing.assert_array_equal(to_host(x), np.full(8, 5.0))
+
+
+def test_a_kernel_called_directly_waits_for_the_queue_and_does_not_deadlock():
+    """A direct ``kernel[grid, block](host arrays)`` (as the race checker makes) runs after
+    the queued work, as on a GPU's default stream, and its copies back do not wait for it."""
+    GATE.clear()
+    x = to_device(np.zeros(8))
+    launch(gated_fill, 1, 8, x, 2.0)  # queued, held at the gate
+    threading.Timer(0.2, GATE.set).start()
+    host = np.zeros(4)
+    gated_fill[1, 4](host, 9.0)  # waits for the queue, then runs; writes back to host
+    np.testing.assert_array_equal(host, np.full(4, 9.0))
+    assert tg.cuda.current_stream().query()  # the queued kernel ran first
+    np.testing.assert_array_equal(to_host(x), np.full(8, 2.0))

@@ -73,10 +73,23 @@ def _routed_cuda_module(fn, fake_cuda_module):
     yield
 
 
+#: Called before a thread that does not hold the device calls a kernel itself (not
+#: through a stream): ``teachgrad.streams`` sets it to wait for the queued work first,
+#: as a launch on a GPU's default stream waits for the work before it.
+before_direct_call = None
+
+
+def holds_device() -> bool:
+    """Whether this thread is running a simulated kernel (or its copies back to the host)."""
+    return DEVICE_LOCK._is_owned()
+
+
 def _locked_call(original):
     def __call__(self, *args):
         if self._device:  # a device function runs inside a kernel that holds the lock
             return original(self, *args)
+        if before_direct_call is not None and not holds_device():
+            before_direct_call()
         with DEVICE_LOCK:
             return original(self, *args)
     return __call__

@@ -7,9 +7,10 @@
   it short too), and restored when every queue is empty.
 * One kernel at a time, from any thread: :func:`device_lock` (see
   ``teachgrad.kernels._simulator``).
-* Host reads wait: on a GPU, ``copy_to_host()`` on the default stream waits for
-  the kernels queued before it; the simulator's copy would read the array at
-  once. :func:`device_lock` also restores the GPU's behaviour there.
+* Host reads and direct launches wait: on a GPU, ``copy_to_host()`` and a kernel
+  called directly, both on the default stream, wait for the work queued before
+  them; in the simulator they would run at once. :func:`device_lock` also
+  restores the GPU's behaviour there.
 """
 from __future__ import annotations
 
@@ -73,6 +74,16 @@ def device_lock():
     return DEVICE_LOCK
 
 
+def _wait_unless_on_device() -> None:
+    """Wait for the streams, unless this thread is a worker or holds the device: they
+    would wait for themselves (a kernel's write-back, a blocking launch)."""
+    from ..kernels._simulator import holds_device
+    from .stream import synchronize_if_pending
+
+    if not getattr(on_worker, "active", False) and not holds_device():
+        synchronize_if_pending()
+
+
 def _wait_before_host_reads() -> None:
     """Make a simulated device array's ``copy_to_host`` wait for the streams first."""
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
@@ -82,11 +93,11 @@ def _wait_before_host_reads() -> None:
         return
 
     def copy_to_host(self, *args, **kwargs):
-        if not getattr(on_worker, "active", False):  # a worker must not wait for itself
-            from .stream import synchronize_if_pending
-
-            synchronize_if_pending()  # to_host has waited already: do not record it twice
+        _wait_unless_on_device()  # (to_host has waited already: nothing is recorded twice)
         return original(self, *args, **kwargs)
 
     copy_to_host.waits_for_streams = True
     FakeCUDAArray.copy_to_host = copy_to_host
+    from ..kernels import _simulator
+
+    _simulator.before_direct_call = _wait_unless_on_device  # a kernel called directly
