@@ -52,6 +52,8 @@ def reset_after_fork() -> None:
     from . import records
 
     _simulator.DEVICE_LOCK, _simulator._lock = threading.RLock(), threading.Lock()
+    if "numba.cuda.simulator.kernel" in sys.modules:  # a kernel the parent was running
+        sys.modules["numba.cuda.simulator.kernel"]._kernel_context = None
     records._lock = threading.Lock()  # another thread may have held these at the fork
 
 
