@@ -66,6 +66,7 @@ def test_stream_arguments_are_checked():
 def test_one_stream_runs_in_order_and_streams_are_independent():
     GATE.clear()
     x, y = to_device(np.zeros(8)), to_device(np.zeros(8))
+    tg.cuda.synchronize()  # the copies are on the default stream: done before side uses y
     side = tg.cuda.Stream()
     # hold the default stream back without holding the device (the simulator runs one
     # kernel at a time, so a kernel stuck at the gate would hold up every stream)
