@@ -67,11 +67,11 @@ def device_count() -> int:
 
 
 def synchronize() -> None:
-    """Wait until every kernel launched so far has finished."""
+    """Wait until every kernel launched so far, on every stream, has finished."""
     _cuda_setup.require_cuda()
-    from numba import cuda
+    from . import streams
 
-    cuda.synchronize()
+    streams.synchronize()
 
 
 def describe() -> str:
@@ -117,3 +117,13 @@ def get_matmul_kernel() -> str:
     from .backends import cuda_backend
 
     return cuda_backend.MATMUL_KERNEL
+
+
+# Asynchronous dispatch (teachgrad.streams): streams and events after torch.cuda's.
+from .streams import (  # noqa: E402
+    Event, KernelError, Stream, current_stream, default_stream, stream,
+)
+from .streams import recording as record_timeline  # noqa: E402
+
+__all__ += ["Stream", "Event", "KernelError", "current_stream", "default_stream", "stream",
+            "record_timeline"]

@@ -9,6 +9,7 @@
 * :class:`AccessMap` — who read and wrote each element of any kernel's arrays;
 * :class:`LiveCurves`, :class:`LayerStats` — training curves and per-layer statistics,
   fed by ``SummaryWriter`` calls and module hooks;
+* :class:`Timeline` — the host and stream lanes of asynchronous ``cuda`` work;
 * :class:`TuneView` — the brackets and rungs of a ``teachgrad.tune`` search;
 * :class:`RankTimeline`, :class:`RingView` — a distributed job's ranks over time; the ring
   all-reduce step by step.
@@ -30,8 +31,9 @@ from .speed_chart import SpeedChart
 from .stepper import BackpropStepper
 from .thread_map import ThreadMap
 from .tile_view import TileView
+from .timeline import Timeline
 from .tune_view import TuneView
 
 __all__ = ["AccessMap", "BackpropStepper", "GraphView", "GraphvizUnavailable", "LayerStats",
            "LiveCurves", "RaceView", "RankTimeline", "RingView", "SpeedChart", "ThreadMap",
-           "TileView", "TuneView", "render_svg"]
+           "TileView", "Timeline", "TuneView", "render_svg"]

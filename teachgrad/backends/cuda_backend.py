@@ -227,9 +227,9 @@ class CudaBackend(Backend):
 
     # -- helpers ----------------------------------------------------------------
     def synchronize(self) -> None:
-        from numba import cuda
+        from .. import streams
 
-        cuda.synchronize()
+        streams.synchronize()  # every stream's queue, not only numba's
 
     def _copy(self, x: StridedArray) -> StridedArray:
         """A fresh contiguous copy made on the device (the strided copy kernel)."""

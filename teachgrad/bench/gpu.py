@@ -26,10 +26,10 @@ CUDA_MATMUL_KERNELS = ("naive", "tiled", "register")
 
 def _timers(simulated: bool):
     """``(make_timer, make_first_call_timer)`` for numba.cuda work."""
-    from numba import cuda
+    from ..streams import synchronize
 
     def host_timer() -> HostTimer:
-        return HostTimer(sync=cuda.synchronize)
+        return HostTimer(sync=synchronize)  # waits for teachgrad's streams too
 
     return (host_timer if simulated else CudaEventTimer), host_timer
 

@@ -61,10 +61,12 @@ def launch_on_host_arrays(kernel: Any, grid: Any, block: Any, *args: Any) -> lis
     from numba import cuda
 
     from ..kernels.launch import launch
+    from ..streams import synchronize
 
     device_args = [cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a
                    for a in args]
     launch(as_kernel(kernel), grid, block, *device_args)
+    synchronize()  # the launch was only enqueued
     return [d.copy_to_host() for a, d in zip(args, device_args) if isinstance(a, np.ndarray)]
 
 

@@ -1,6 +1,16 @@
-"""Hooks into numba's CUDA simulator: a thread-safety fix, and shared-memory tracing.
+"""Hooks into numba's CUDA simulator: thread-safety fixes, and shared-memory tracing.
 
-**The fix.**
+**One kernel at a time, from any thread.** While a simulated kernel runs, numba
+swaps the name ``cuda`` in the kernel's module for a fake module that answers
+``cuda.threadIdx``, and swaps it back at the end. With asynchronous dispatch
+kernels run on a stream's worker thread while the host thread goes on running
+code from the *same* modules (``cuda.jit`` in a kernel factory), which would
+then see the fake. So instead ``cuda`` becomes, once, a :class:`ThreadRoutedCuda`
+that answers as the fake module inside the kernel's own threads and as the
+real ``numba.cuda`` everywhere else; and :data:`DEVICE_LOCK` lets one kernel
+run at a time, whichever thread launches it (numba's simulator allows no more).
+
+**Shared arrays.**
 The simulator runs each CUDA thread as a Python thread. ``cuda.shared.array``
 gives every thread of a block the same numpy array, found by the source line
 that asks for it -- but the lookup-or-create is not locked, so two threads
@@ -25,6 +35,64 @@ import numpy as np
 
 _lock = threading.Lock()
 _patched = False
+
+#: Held while a simulated kernel runs: the simulated device runs one kernel at a time.
+DEVICE_LOCK = threading.RLock()
+
+
+class ThreadRoutedCuda:
+    """``numba.cuda`` for the host, the running kernel's fake module inside its threads."""
+
+    def __init__(self, real) -> None:
+        object.__setattr__(self, "_real", real)
+
+    def __getattr__(self, name: str):
+        from numba.cuda.simulator import kernel
+
+        context = kernel._kernel_context  # the fake module of the kernel running now
+        if context is not None and isinstance(threading.current_thread(), kernel.BlockThread):
+            return getattr(context, name)
+        return getattr(self._real, name)
+
+    def __repr__(self) -> str:  # what a learner printing ``cuda`` expects to see
+        return repr(self._real)
+
+    def __dir__(self) -> list[str]:  # tab completion in a notebook
+        return dir(self._real)
+
+
+@contextlib.contextmanager
+def _routed_cuda_module(fn, fake_cuda_module):
+    """Replace numba's swap: route ``cuda`` in ``fn``'s module by thread, for good."""
+    from numba import cuda
+
+    globs = fn.__globals__
+    for name, value in list(globs.items()):
+        if value is cuda:
+            globs[name] = ThreadRoutedCuda(cuda)
+    yield
+
+
+#: Called before a thread that does not hold the device calls a kernel itself (not
+#: through a stream): ``teachgrad.streams`` sets it to wait for the queued work first,
+#: as a launch on a GPU's default stream waits for the work before it.
+before_direct_call = None
+
+
+def holds_device() -> bool:
+    """Whether this thread is running a simulated kernel (or its copies back to the host)."""
+    return DEVICE_LOCK._is_owned()
+
+
+def _locked_call(original):
+    def __call__(self, *args):
+        if self._device:  # a device function runs inside a kernel that holds the lock
+            return original(self, *args)
+        if before_direct_call is not None and not holds_device():
+            before_direct_call()
+        with DEVICE_LOCK:
+            return original(self, *args)
+    return __call__
 
 
 def _shared_array(self, shape, dtype, alignment=None):
@@ -122,11 +190,16 @@ def tracing():
 
 
 def patch_simulator() -> None:
-    """Make the simulator's shared arrays thread-safe (once; a no-op afterwards)."""
+    """Make the simulator thread-safe (once; a no-op afterwards): see the module's docstring."""
     global _patched
     if _patched:
         return
-    from numba.cuda.simulator import kernelapi
+    from numba.cuda.simulator import kernel, kernelapi
 
-    kernelapi.FakeCUDAShared.array = _shared_array
-    _patched = True
+    with _lock:
+        if _patched:
+            return
+        kernelapi.FakeCUDAShared.array = _shared_array
+        kernel.swapped_cuda_module = _routed_cuda_module
+        kernel.FakeCUDAKernel.__call__ = _locked_call(kernel.FakeCUDAKernel.__call__)
+        _patched = True

@@ -21,7 +21,6 @@ by one of teachgrad's factories carries its static shared memory size in a
 from __future__ import annotations
 
 import functools
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,26 +139,26 @@ def check_launch(kernel, grid: Dims, block: Dims, args: tuple, shared_bytes: int
             )
 
 
-#: Python's thread switch interval while a simulated kernel runs. The simulator's
-#: barrier waits by polling its threads; switching threads more often than the
-#: default 5 ms lets a waiting block move on sooner (several times faster).
-SIMULATOR_SWITCH_INTERVAL = 5e-5
-
-
 def launch(kernel, grid: Dims, block: Dims, *args, shared_bytes: int = 0) -> None:
-    """Check the launch against the device limits, then run ``kernel[grid, block](*args)``."""
-    from .. import _cuda_setup
+    """Check the launch against the device limits, then enqueue ``kernel[grid, block](*args)``.
+
+    The kernel goes on the current stream (:mod:`teachgrad.streams`) and this
+    returns at once: the device (a worker thread in the simulator) runs it later,
+    in order. A bad launch configuration is still refused here, at once.
+    """
+    from .. import streams
 
     check_launch(kernel, grid, block, args, shared_bytes)
-    if not _cuda_setup.is_simulated():
-        kernel[grid, block](*args)
+    streams.enqueue("kernel", _kernel_name(kernel),
+                    functools.partial(_run_kernel, kernel, grid, block, args))
+
+
+def _run_kernel(kernel, grid: Dims, block: Dims, args: tuple, handle) -> None:
+    """Run one launch: on the GPU stream ``handle``, or (None) in the simulator."""
+    if handle is not None:
+        kernel[grid, block, handle](*args)
         return
     from ._simulator import patch_simulator
 
     patch_simulator()
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(SIMULATOR_SWITCH_INTERVAL)
-    try:
-        kernel[grid, block](*args)
-    finally:
-        sys.setswitchinterval(previous)
+    kernel[grid, block](*args)
