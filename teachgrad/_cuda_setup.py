@@ -146,15 +146,21 @@ SIMULATOR_WARNING = (
 _warned = False
 
 
-def require_cuda() -> None:
-    """Raise a clear error when ``cuda`` cannot run (a GPU was required, none found);
-    on first use of a simulated ``cuda`` device, warn once that it is a simulator."""
-    global _warned
+def check_cuda() -> None:
+    """Raise a clear error when ``cuda`` cannot run (a GPU was required, none found)."""
     if SETUP.mode == "none":
         raise RuntimeError(
             f"cuda is not available: {SETUP.reason}. Unset TEACHGRAD_CUDA (or set it to "
             "'sim') to run cuda tensors in numba's CUDA simulator instead."
         )
+
+
+def require_cuda() -> None:
+    """:func:`check_cuda`, and on first use of simulated ``cuda`` tensors, warn once that
+    it is a simulator. (Kernels launched for the GPU lessons only check: watching kernels
+    on tiny arrays is what the simulator is for.)"""
+    global _warned
+    check_cuda()
     if SETUP.mode == "sim" and not _warned:
         _warned = True
         warnings.warn(SIMULATOR_WARNING.format(reason=SETUP.reason), SimulatedDeviceWarning,

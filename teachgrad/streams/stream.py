@@ -101,7 +101,7 @@ class Stream:
             raise TypeError(f"priority must be an int, got {priority!r}")
         from .. import _cuda_setup
 
-        _cuda_setup.require_cuda()
+        _cuda_setup.check_cuda()  # (tensors warn about the simulator, kernel launches do not)
         if not _is_default:
             default_stream()  # made first, so that it is stream 0
         self.id = next(_ids)
