@@ -7,10 +7,8 @@ that failed and gives the matching hint.
 """
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 
@@ -20,6 +18,8 @@ from teachgrad.exercises import (Case, Feedback, Mismatch, Test, ch01, ch02, ch0
                                  check, check_function, describe, expect_close,
                                  numerical_gradient)
 from teachgrad.exercises.edition import learner_stub
+
+from notebook_solutions import define, solution_source
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 CHAPTERS = {
@@ -32,20 +32,11 @@ CHAPTERS = {
 
 def _solution_source(chapter: int, name: str) -> str:
     """The source of the `solution` cell of a chapter that defines ``name``."""
-    notebook = nbformat.read(NOTEBOOKS / CHAPTERS[chapter], as_version=4)
-    for cell in notebook.cells:
-        if cell.cell_type == "code" and "solution" in cell.metadata.get("tags", []):
-            defined = {n.name for n in ast.parse(cell.source).body
-                       if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-            if name in defined:
-                return cell.source
-    raise LookupError(f"no solution cell defines {name} in chapter {chapter}")
+    return solution_source(CHAPTERS[chapter], name)
 
 
 def _define(source: str, name: str):
-    namespace = {"tg": tg, "np": np, "nn": nn, "optim": optim}
-    exec(compile(source, f"<{name}>", "exec"), namespace)
-    return namespace[name]
+    return define(source, name, {"tg": tg, "np": np, "nn": nn, "optim": optim})
 
 
 def reference(chapter: int, name: str):

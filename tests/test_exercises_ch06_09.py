@@ -17,7 +17,10 @@ import pytest
 from numba import cuda, float64
 
 from teachgrad.exercises import NOT_SOLVED_YET, SOLVED, WRONG, ch06, ch07, ch08, ch09
-from teachgrad.exercises.edition import SOLUTION_TAG, learner_stub
+from teachgrad.exercises.edition import learner_stub
+
+import notebook_solutions
+from notebook_solutions import solution_source
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -35,15 +38,6 @@ EXERCISES = [
 ]
 
 
-def solution_source(notebook: str, name: str) -> str:
-    """The source of the solution cell of ``notebook`` that defines ``name``."""
-    nb = nbformat.read(NOTEBOOKS / f"{notebook}.ipynb", as_version=4)
-    for cell in nb.cells:
-        if SOLUTION_TAG in cell.metadata.get("tags", []) and f"def {name}(" in cell.source:
-            return cell.source
-    raise AssertionError(f"no solution cell defines {name} in {notebook}")
-
-
 def make_learner():
     """scripts/make_learner.py as a module (it is a script, not part of the package)."""
     import importlib.util
@@ -56,10 +50,9 @@ def make_learner():
 
 def define(source: str, name: str):
     """Run a cell's source in the namespace the chapters set up, and return ``name``."""
-    namespace = {"np": np, "cuda": cuda, "float64": float64, "math": math, "THREADS": ch07.THREADS,
-                 "time": __import__("time"), "statistics": __import__("statistics")}
-    exec(compile(source, f"<{name}>", "exec"), namespace)
-    return namespace[name]
+    return notebook_solutions.define(source, name, {
+        "np": np, "cuda": cuda, "float64": float64, "math": math, "THREADS": ch07.THREADS,
+        "time": __import__("time"), "statistics": __import__("statistics")})
 
 
 @pytest.mark.parametrize("notebook, name, checker", EXERCISES, ids=[e[1] for e in EXERCISES])

@@ -2,10 +2,8 @@
 yet", and realistic wrong answers are rejected with feedback that says what to fix."""
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 
@@ -14,22 +12,17 @@ from teachgrad import nn
 from teachgrad.exercises import Feedback, ch11
 from teachgrad.exercises.edition import learner_stub
 
+from notebook_solutions import define, solution_source
+
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11_static_graphs_and_compilers.ipynb"
 
 
 def _solution_source(name: str) -> str:
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    for cell in notebook.cells:
-        if cell.cell_type == "code" and "solution" in cell.metadata.get("tags", []):
-            if name in {n.name for n in ast.parse(cell.source).body if isinstance(n, ast.FunctionDef)}:
-                return cell.source
-    raise LookupError(f"no solution cell defines {name}")
+    return solution_source(NOTEBOOK.name, name)
 
 
 def _define(source: str, name: str):
-    namespace = {"tg": tg, "np": np, "nn": nn}
-    exec(compile(source, f"<{name}>", "exec"), namespace)
-    return namespace[name]
+    return define(source, name, {"tg": tg, "np": np, "nn": nn})
 
 
 EXERCISES = [("dead_code_elimination", ch11.check_dead_code_elimination, "11.1"),

@@ -15,7 +15,10 @@ import pytest
 import teachgrad as tg
 from teachgrad import nn
 from teachgrad.exercises import NOT_SOLVED_YET, SOLVED, ch12, ch13
-from teachgrad.exercises.edition import SOLUTION_TAG, learner_stub
+from teachgrad.exercises.edition import learner_stub
+
+import notebook_solutions
+from notebook_solutions import solution_source
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 EXERCISES = [
@@ -28,19 +31,8 @@ EXERCISES = [
 ]
 
 
-def solution_source(notebook: str, name: str) -> str:
-    nb = nbformat.read(NOTEBOOKS / f"{notebook}.ipynb", as_version=4)
-    for cell in nb.cells:
-        if SOLUTION_TAG in cell.metadata.get("tags", []) and (
-                f"def {name}(" in cell.source or f"class {name}" in cell.source):
-            return cell.source
-    raise AssertionError(f"no solution cell defines {name} in {notebook}")
-
-
 def define(source: str, name: str):
-    namespace = {"tg": tg, "nn": nn, "np": np, "math": math}
-    exec(compile(source, f"<{name}>", "exec"), namespace)
-    return namespace[name]
+    return notebook_solutions.define(source, name, {"tg": tg, "nn": nn, "np": np, "math": math})
 
 
 @pytest.mark.parametrize("notebook, name, checker", EXERCISES, ids=[e[1] for e in EXERCISES])

@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 
 import teachgrad as tg
 from teachgrad.exercises import ch14
-from teachgrad.exercises.edition import SOLUTION_TAG, learner_stub
+from teachgrad.exercises.edition import learner_stub
+
+from notebook_solutions import define, solution_source
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "14_data_parallelism.ipynb"
 EXERCISES = [("data_parallel_gradient", ch14.check_data_parallel_gradient, "14.2"),
@@ -21,13 +22,9 @@ EXERCISES = [("data_parallel_gradient", ch14.check_data_parallel_gradient, "14.2
 
 
 def solution(name: str, stubbed: bool = False):
-    for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
-        if SOLUTION_TAG in cell.metadata.get("tags", []) and f"def {name}(" in cell.source:
-            source = learner_stub(cell.source) if stubbed else cell.source
-            namespace = {"np": np, "tg": tg, "math": math}
-            exec(compile(source, f"<{name}>", "exec"), namespace)
-            return namespace[name]
-    raise AssertionError(f"no solution cell defines {name}")
+    source = solution_source(NOTEBOOK.name, name)
+    return define(learner_stub(source) if stubbed else source, name,
+                  {"np": np, "tg": tg, "math": math})
 
 
 @pytest.mark.parametrize("name, checker, number", EXERCISES)
