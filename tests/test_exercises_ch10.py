@@ -10,7 +10,8 @@ import pytest
 from teachgrad.exercises import NOT_SOLVED_YET, SOLVED, WRONG, ERROR, ch10
 from teachgrad.exercises.edition import learner_stub
 from teachgrad.streams import OpRecord
-from test_exercises_ch06_09 import NOTEBOOKS, make_learner, solution_source
+from notebook_solutions import NOTEBOOKS, solution_source
+from test_exercises_ch06_09 import make_learner
 
 NOTEBOOK = "10_asynchronous_execution"
 EXERCISES = [("device_time_ms", ch10.check_device_time_ms),

@@ -16,7 +16,8 @@ from numba import cuda, float64
 
 from teachgrad.exercises import ERROR, WRONG, ch06, ch07, ch08, ch09
 
-from test_exercises_ch06_09 import define, solution_source, timer
+from notebook_solutions import solution_source
+from test_exercises_ch06_09 import define, timer
 
 THREADS = ch07.THREADS
 

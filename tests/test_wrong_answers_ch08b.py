@@ -17,7 +17,7 @@ from teachgrad.exercises import ERROR, NOT_SOLVED_YET, SOLVED, WRONG, ch08b
 from teachgrad.exercises.ch08b import BLOCK_ROWS, NBINS, RADIUS, THREADS, TILE
 from teachgrad.exercises.edition import learner_stub
 
-from test_exercises_ch06_09 import solution_source
+from notebook_solutions import solution_source
 
 NOTEBOOK = "08b_kernel_practice"
 CHECKERS = {"histogram": ch08b.check_histogram, "block_scan": ch08b.check_block_scan,
