@@ -3,6 +3,8 @@
 * ``autograd/lean.py``: tensor arithmetic with nothing recorded goes straight to the
   backend; while recording, plain operands go straight to the Function.
 * ``engine.backward_steps(records=False)``: what ``backward()`` runs, no step records.
+* ``Function.formula_on_arrays``: on the numpy backend the engine runs such a backward
+  formula on the arrays themselves, and passes gradients between such nodes as arrays.
 * the numba CPU backend's flat loops for contiguous operands.
 """
 from __future__ import annotations
@@ -12,9 +14,11 @@ import pytest
 
 import teachgrad as tg
 from teachgrad.autograd import backward_steps, function
+from teachgrad.backends import set_cpu_backend
 from teachgrad.backends.numba_cpu import NumbaCPUBackend
 from teachgrad.backends.numpy_backend import NumpyBackend
 from teachgrad.ops import functional as F
+from teachgrad.ops.elementwise import Mul
 
 # (operator, the public function it shortcuts: the full path, with all its checks)
 BINARY = [(lambda a, b: a + b, F.add), (lambda a, b: a - b, F.sub),
@@ -122,6 +126,142 @@ def test_backward_without_records_runs_the_same_steps_as_the_stepper():
             np.testing.assert_array_equal(got, want)
 
 
+# Graphs over every Function marked formula_on_arrays (and some that are not), with
+# broadcasting, 0-d tensors, reuse, transposes and a leaf that already has a .grad.
+def _graph_elementwise(x, w, b):
+    y = (x * w + b).tanh() - (x / (w * w + 1)).sigmoid() * 0.5
+    z = (y.exp() + (w * w + 1).log() + (x * x + 1).sqrt()).relu() - -y
+    return (z * z).sum() + (x.sin() * b).sum()
+
+
+def _graph_linear(x, w, b):
+    h = tg.nn.functional.linear(x, w, b).relu()
+    return (tg.nn.functional.linear(h, w.T) * 2).mean()  # a transposed weight: non-contiguous gradients
+
+
+def _graph_scalars(x, w, b):
+    s = (x * w).sum()  # 0-d from here on: numpy hands back scalars for 0-d arithmetic
+    return ((s * s).tanh() + (s / 3).sigmoid() - s.exp() * 0.1) * b.sum()
+
+
+GRAPHS = {
+    "elementwise": (_graph_elementwise, [(3, 4), (1, 4), (3, 1)]),
+    "linear": (_graph_linear, [(5, 4), (4, 4), (4,)]),
+    "scalars": (_graph_scalars, [(6,), (6,), (2,)]),
+}
+
+
+def _gradients(graph, shapes, dtype, *, arrays: bool, how: str = "backward"):
+    rng = np.random.default_rng(7)
+    values = [rng.standard_normal(s) for s in shapes]
+    previous = NumpyBackend.array_arithmetic
+    NumpyBackend.array_arithmetic = arrays  # False: every formula runs on tensors
+    try:
+        leaves = [tg.tensor(v, dtype=dtype, requires_grad=True) for v in values]
+        leaves[0].grad = tg.ones(*shapes[0], dtype=dtype)  # accumulates into a held .grad
+        loss = graph(*leaves)
+        nodes = _nodes(loss.grad_fn)
+        assert any(n.on_arrays for n in nodes) is arrays
+        if how == "backward":
+            loss.backward()
+        else:
+            list(backward_steps(loss))  # with step records: arrays inside each formula only
+    finally:
+        NumpyBackend.array_arithmetic = previous
+    return [t.grad for t in leaves]
+
+
+def _nodes(root):
+    seen, todo = [], [root]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen or not hasattr(node, "on_arrays"):
+            continue
+        seen.append(node)
+        todo.extend(n for n, _ in node.next_functions)
+    return [n for n in seen if type(n) is function.Node]
+
+
+@pytest.mark.parametrize("dtype", [tg.float32, tg.float64])
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("how", ["backward", "stepper"])
+def test_formulas_on_arrays_give_exactly_the_tensor_formulas_gradients(name, dtype, how):
+    graph, shapes = GRAPHS[name]
+    want = _gradients(graph, shapes, dtype, arrays=False)
+    got = _gradients(graph, shapes, dtype, arrays=True, how=how)
+    for g, w in zip(got, want):
+        assert type(g) is tg.Tensor and g.dtype is dtype and g.shape == w.shape
+        assert g.is_contiguous()
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_formulas_on_arrays_pass_a_float64_gradcheck():
+    rng = np.random.default_rng(3)
+    for graph, shapes in GRAPHS.values():
+        leaves = [tg.tensor(rng.standard_normal(s), dtype=tg.float64, requires_grad=True)
+                  for s in shapes]
+        assert any(n.on_arrays for n in _nodes(graph(*leaves).grad_fn))
+        assert tg.autograd.gradcheck(graph, tuple(leaves))
+
+
+def test_which_nodes_run_their_formula_on_arrays():
+    x = tg.randn(3, requires_grad=True)
+    assert (x * 2).grad_fn.on_arrays and (x * x).tanh().grad_fn.on_arrays
+    assert not x.sum().grad_fn.on_arrays  # its formula uses tensor methods (expand)
+    # inputs of two dtypes: numpy would promote where tensors do not, so tensors it is
+    assert not Mul.apply(x, tg.ones(3, dtype=tg.float64)).grad_fn.on_arrays
+    set_cpu_backend("numba")  # numpy arrays too, but its arithmetic is its own loops
+    try:
+        assert not (tg.randn(3, requires_grad=True) * 2).grad_fn.on_arrays
+    finally:
+        set_cpu_backend("numpy")
+
+
+def test_hooks_and_custom_functions_always_see_tensors():
+    seen = []
+
+    class Twice(tg.autograd.Function):  # not marked: its backward gets tensors
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            seen.append(("custom", type(grad)))
+            return grad * 2
+
+    x = tg.randn(4, requires_grad=True)
+    mid = (x * 3).tanh()
+    mid.register_hook(lambda g: seen.append(("hook", type(g))))
+    x.register_hook(lambda g: seen.append(("leaf hook", type(g))))
+    loss = (Twice.apply(mid.sigmoid()) * mid).sum()
+    loss.backward()
+    assert sorted(seen, key=str) == [("custom", tg.Tensor), ("hook", tg.Tensor),
+                                     ("leaf hook", tg.Tensor)]
+    y = x.detach().requires_grad_()
+    ((Twice.apply((y * 3).tanh().sigmoid()) * (y * 3).tanh()).sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-6)
+
+
+def test_an_array_formula_with_a_wrong_gradient_is_still_refused():
+    class Outer(function.Function):
+        formula_on_arrays = True
+
+        @staticmethod
+        def forward(ctx, a):
+            return ctx.backend.binary("mul", a._array, 2.0)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad[:2] * 2  # a (2,) gradient for a (3,) input
+
+    x = tg.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"OuterBackward returned a gradient of shape "
+                                           r"\[2\] for input 0, which has shape \[3\]"):
+        Outer.apply(x).sum().backward()
+    assert x.grad is None
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("size", [1, 7, 33, 1000])
 def test_numba_flat_loops_match_numpy_on_ragged_sizes(dtype, size):
@@ -141,3 +281,19 @@ def test_numba_flat_loops_match_numpy_on_ragged_sizes(dtype, size):
         got, want = numba.reduce("sum", m, axes, keep), ref.reduce("sum", m, axes, keep)
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (0,), (4099,)])
+def test_numpy_sigmoid_is_the_two_branch_formula_exactly(dtype, shape):
+    """1/(1+e^-|x|) for x >= 0 and e^-|x|/(1+e^-|x|) below, bit for bit, never overflowing."""
+    rng = np.random.default_rng(len(shape))
+    x = np.asarray(rng.standard_normal(shape) * 40).astype(dtype)
+    if x.size >= 6:
+        x.flat[:6] = [0.0, -0.0, np.inf, -np.inf, np.nan, -1e4]
+    e = np.exp(-np.abs(x))
+    want = np.asarray(np.where(x >= 0, 1, e) / (1 + e))
+    with np.errstate(over="raise", invalid="ignore"):  # no overflow, even at -1e4
+        got = NumpyBackend().unary("sigmoid", x)
+    assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)

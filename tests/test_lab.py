@@ -54,7 +54,9 @@ def test_the_learner_edition_is_written_when_missing_and_again_when_stale(tmp_pa
     assert not any("hide-input" in c.metadata["tags"] or "mystnb" in c.metadata for c in exercises)
     assert all(not c.get("outputs") for c in learner.cells if c.cell_type == "code")
     assert lab.ensure_learner_edition(tmp_path) == []  # fresh: nothing to do
-    old = time.time() - 3600
+    # older than its source notebook (whenever that was checked out or last edited)
+    source = next(p for p in lab.chapters() if p.name == "04_custom_functions.ipynb")
+    old = source.stat().st_mtime - 3600
     os.utime(tmp_path / "04_custom_functions.ipynb", (old, old))
     assert [p.name for p in lab.ensure_learner_edition(tmp_path)] == ["04_custom_functions.ipynb"]
 

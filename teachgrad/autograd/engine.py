@@ -19,6 +19,8 @@ from heapq import heappop, heappush
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
+from numpy import add, asarray, ndarray
+
 from ..backends import get_backend
 from . import function, grad_mode
 from .function import FREED_GRAPH_MESSAGE, AccumulateGrad, Node
@@ -205,13 +207,19 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
         if deps.get(node, 0) == 0 and id(node) not in queued:
             queued.add(id(node))
             ready.push(node)
+    # Formulas marked ``formula_on_arrays`` run on numpy arrays unless a tool watches
+    # every operation. Without step records, a gradient passed between two such nodes
+    # (or into a leaf) even stays an array: no tensor is made for it, since nobody
+    # looks at it (a node with hooks gets tensors, and records show tensors).
+    on_arrays = function.observer is None
+    keep_arrays = on_arrays and not records
 
     index = 0
     while heap:
         node = heappop(heap)[2]
         grads = buffers.pop(node)
         if node._pre_hooks:
-            grads = _run_pre_hooks(node, grads)
+            grads = _run_pre_hooks(node, _as_tensors(node, grads))
         if type(node) is AccumulateGrad:
             _accumulate(node.variable, grads[0])
             for hook in list(node.post_hooks):  # e.g. DDP: this gradient is ready to send
@@ -221,11 +229,14 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
             index += 1
             continue
 
-        grad_inputs = _call_backward(node, grads)
+        if on_arrays and node.on_arrays:
+            grad_inputs = _formula_on_arrays(node, grads, keep_arrays)
+        else:
+            grad_inputs = _call_backward(node, grads)
         if not retain_graph:
-            node.ctx._free()
+            node.ctx._saved = None  # (ctx._free(): what it saved is no longer needed)
         accumulated = [] if records else None
-        for (nxt, nr), g in zip(node.next_functions, grad_inputs):
+        for (nxt, nr), g, meta in zip(node.next_functions, grad_inputs, node.input_meta):
             if nxt is None:
                 if records:
                     accumulated.append(False)
@@ -236,7 +247,23 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
             if records:
                 accumulated.append(g is not None and buf[nr] is not None)
             if g is not None:
-                buf[nr] = g if buf[nr] is None else _add_grads(buf[nr], g)
+                if keep_arrays and nxt.on_arrays and not nxt._pre_hooks and (
+                        type(nxt) is Node or nxt.variable._backend.array_arithmetic):
+                    if type(g) is not ndarray:  # (a tensor from a formula run on tensors)
+                        g = g._array
+                    held = buf[nr]
+                    if held is None:
+                        buf[nr] = g
+                    else:  # (numpy gives a 0-d sum as a scalar: asarray keeps an array)
+                        held = add(held, g)
+                        buf[nr] = held if type(held) is ndarray else asarray(held)
+                else:
+                    if type(g) is ndarray:  # (an array from a formula run on arrays)
+                        g = function.Tensor._make(g, node.ctx.backend, meta[2])
+                    held = buf[nr]
+                    if held is not None and type(held) is ndarray:
+                        held = buf[nr] = _tensor_for(nxt, nr, held)
+                    buf[nr] = g if held is None else _add_grads(held, g)
             left = deps[nxt] - 1
             deps[nxt] = left
             if left == 0:
@@ -261,6 +288,23 @@ def _add_grads(held: "Tensor", new: "Tensor") -> "Tensor":
     backend = held._backend
     return function.Tensor._make(backend.binary("add", held._array, new._array), backend,
                                  held.device)
+
+
+def _tensor_for(node: Any, nr: int, g: Any) -> "Tensor":
+    """An array gradient kept for output ``nr`` of ``node`` (a node that computes on
+    arrays, or a leaf) as a tensor: the node's backend and device, or the leaf's."""
+    if type(node) is AccumulateGrad:
+        leaf = node.variable
+        return function.Tensor._make(g if type(g) is ndarray else asarray(g), leaf._backend,
+                                     leaf.device)
+    device = node.output_meta[nr][2]
+    return function.Tensor._make(g if type(g) is ndarray else asarray(g), node.ctx.backend, device)
+
+
+def _as_tensors(node: Any, grads: list) -> list:
+    """The gradients arrived at ``node``, every one a tensor (for hooks, which take tensors)."""
+    return [g if g is None or type(g) is not ndarray else _tensor_for(node, nr, g)
+            for nr, g in enumerate(grads)]
 
 
 def _release_unreached(node: Any, deps: dict, buffers: dict, ready: _ReadyQueue) -> None:
@@ -306,16 +350,8 @@ def _call_backward(node: Node, grads: list) -> list:
         grad_mode._enabled = previous
     if type(out) is not tuple:
         out = (out,)
-    n_in = len(node.next_functions)
-    if len(out) != n_in:
-        # PyTorch tolerates extra trailing Nones (for non-tensor arguments)
-        if len(out) > n_in and all(g is None for g in out[n_in:]):
-            out = out[:n_in]
-        else:
-            raise RuntimeError(
-                f"function {node.name()} returned {len(out)} gradients, but its forward took "
-                f"{n_in} inputs: backward must return one gradient (or None) per input"
-            )
+    if len(out) != len(node.next_functions):
+        out = _trim(node, out)
     checked = list(out)
     metas = node.input_meta
     for i, g in enumerate(out):
@@ -329,6 +365,63 @@ def _call_backward(node: Node, grads: list) -> list:
                 and g.device is device):  # (the usual case: already as the input needs it)
             checked[i] = _validate(node, i, g)
     return checked
+
+
+def _formula_on_arrays(node: Node, grads: list, keep_arrays: bool) -> list:
+    """Run ``node``'s backward formula on the backend arrays of its gradient and saved
+    inputs (``Function.formula_on_arrays``); the gradients it returns stay arrays when
+    ``keep_arrays`` (``_run`` makes tensors of them where they are needed) or become
+    tensors, as any backward's are.
+
+    The formula is the same code that runs on tensors; on numpy arrays each ``*`` is one
+    numpy call instead of a tensor operation, and the numbers are the same, since the
+    numpy backend's primitives are those very calls.
+    """
+    ctx = node.ctx
+    ctx._arrays = True
+    previous = grad_mode._enabled
+    grad_mode._enabled = False  # (as for any backward: nothing it does is recorded)
+    try:
+        out = node.function.backward(
+            ctx, *[g if g is None or type(g) is ndarray else g._array for g in grads])
+    finally:
+        ctx._arrays = False
+        grad_mode._enabled = previous
+    if type(out) is not tuple:
+        out = (out,)
+    edges = node.next_functions
+    n_in = len(edges)
+    if len(out) != n_in:
+        out = _trim(node, out)
+    checked = list(out)
+    for i, g in enumerate(out):
+        if g is None:
+            continue
+        if edges[i][0] is None:
+            checked[i] = None  # nobody takes this gradient
+            continue
+        shape, dtype, device = node.input_meta[i]
+        if type(g) is not ndarray or g.shape != shape or g.dtype is not dtype.numpy:
+            # a scalar, a broadcast shape or another dtype: as a tensor, checked as usual
+            if not isinstance(g, function.Tensor):
+                g = function.Tensor._make(asarray(g), ctx.backend, ctx.device)
+            g = _validate(node, i, g)
+            checked[i] = g._array if keep_arrays else g
+        elif not keep_arrays:
+            checked[i] = function.Tensor._make(g, ctx.backend, device)
+    return checked
+
+
+def _trim(node: Node, out: tuple) -> tuple:
+    """``out`` with one gradient per input: PyTorch tolerates extra trailing Nones (for
+    non-tensor arguments); anything else is an error naming the node."""
+    n_in = len(node.next_functions)
+    if len(out) > n_in and all(g is None for g in out[n_in:]):
+        return out[:n_in]
+    raise RuntimeError(
+        f"function {node.name()} returned {len(out)} gradients, but its forward took "
+        f"{n_in} inputs: backward must return one gradient (or None) per input"
+    )
 
 
 def _validate(node: Node, i: int, g: Any) -> Any:
@@ -351,23 +444,28 @@ def _validate(node: Node, i: int, g: Any) -> Any:
     return g
 
 
-def _accumulate(leaf: "Tensor", grad: "Tensor") -> None:
-    """``leaf.grad += grad``, keeping the ``.grad`` object and never aliasing ``grad``."""
-    if leaf.grad is None:
-        leaf.grad = function.Tensor._make(_own_copy(grad), grad._backend, grad.device)
+def _accumulate(leaf: "Tensor", grad: Any) -> None:
+    """``leaf.grad += grad``, keeping the ``.grad`` object and never aliasing ``grad``
+    (a tensor, or a backend array of the leaf's own backend)."""
+    if type(grad) is ndarray:
+        array, backend, device = grad, leaf._backend, leaf.device
     else:
-        leaf.grad._set_array(leaf.grad._backend.binary("add", leaf.grad._array, grad._array))
+        array, backend, device = grad._array, grad._backend, grad.device
+    held = leaf._grad
+    if held is None:
+        leaf.grad = function.Tensor._make(_own_copy(array, backend), backend, device)
+    else:
+        held._set_array(held._backend.binary("add", held._array, array))
 
 
-def _own_copy(grad: "Tensor") -> Any:
-    """A row-major (C-contiguous) copy of ``grad``'s array that nothing else holds.
+def _own_copy(array: Any, backend: Any) -> Any:
+    """A row-major (C-contiguous) copy of a gradient's array that nothing else holds.
 
     A gradient can be a transposed view (the backward of ``W.T``); stored as is,
     every optimizer step would walk it against the parameter's layout, slowly.
     """
-    backend = grad._backend
-    dense = backend.contiguous(grad._array)
-    return dense if dense is not grad._array else backend.astype(dense, grad.dtype.numpy)
+    dense = backend.contiguous(array)
+    return dense if dense is not array else backend.astype(dense, dense.dtype)
 
 
 def run_backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool = False) -> None:

@@ -20,6 +20,7 @@ from . import grad_mode
 #: (it imports this module, so this module cannot import it back at load time).
 Tensor: Any = None
 
+_new_object = object.__new__
 _sequence = itertools.count()  # creation order of nodes: later nodes run first in backward
 SMALL_OUTPUT = 16  # outputs with at most this many elements keep their values for the graph view
 #: The modules whose ``forward`` is running now, outermost first (``nn.Module.__call__``
@@ -57,6 +58,9 @@ class Context:
     _non_differentiable: frozenset[int] = frozenset()
     _out: Any = None
     _out_version: tuple | None = None  # (the output's version counter, its value when recorded)
+    #: True only while the engine runs a ``formula_on_arrays`` backward on backend arrays:
+    #: then ``saved_tensors`` and ``output`` hand back arrays, as ``grad`` is one.
+    _arrays = False
 
     def save_for_backward(self, *tensors: Any) -> None:
         """Keep ``tensors`` for backward (freed after it unless ``retain_graph``)."""
@@ -68,17 +72,21 @@ class Context:
 
     @property
     def saved_tensors(self) -> tuple:
-        if self._saved is None:
+        saved = self._saved
+        if saved is None:
             raise RuntimeError(FREED_GRAPH_MESSAGE)
-        for i, (t, v) in enumerate(zip(self._saved, self._saved_versions)):
-            if isinstance(t, Tensor) and t._version_counter[0] != v:
+        for i, v in enumerate(self._saved_versions):
+            if v is not None and saved[i]._version_counter[0] != v:
+                t = saved[i]
                 raise RuntimeError(
                     f"one of the tensors needed for gradient computation (saved tensor {i}, "
                     f"shape {list(t.shape)}) was modified in place after it was saved "
                     f"(its version is {t._version}, expected {v}). Fix: use an out-of-place "
                     "operation (x = x + 1 instead of x += 1), or .clone() it first."
                 )
-        return self._saved
+        if self._arrays:
+            return tuple([t._array if isinstance(t, Tensor) else t for t in saved])
+        return saved
 
     @property
     def out(self) -> Any:
@@ -99,6 +107,14 @@ class Context:
     @out.setter
     def out(self, value: Any) -> None:
         self._out = value
+
+    @property
+    def output(self) -> Any:
+        """The forward's own result in the form backward computes with: a tensor, or
+        its array while the engine runs the formula on arrays (``tanh``'s backward
+        reads ``t = ctx.output`` then ``grad * (1 - t * t)`` either way)."""
+        out = self.out
+        return out if self._arrays else Tensor._make(out, self.backend, self.device)
 
     def mark_non_differentiable(self, *tensors: "Tensor") -> None:
         """Outputs listed here never require grad (e.g. the indices of ``max``)."""
@@ -122,12 +138,16 @@ class Node:
 
     __slots__ = ("function", "ctx", "next_functions", "input_meta", "num_outputs",
                  "output_meta", "sequence", "_pre_hooks", "output_values", "module_path",
-                 "constants", "__weakref__")
+                 "constants", "on_arrays", "__weakref__")
 
     def __init__(self, function: type["Function"], ctx: Context, edges: tuple, input_meta: tuple,
-                 outputs: tuple, constants: tuple = ()) -> None:
+                 outputs: tuple, constants: tuple = (), on_arrays: bool = False) -> None:
         self.function = function
         self.ctx = ctx
+        # whether the engine may run this node's backward formula on backend arrays:
+        # the Function allows it, the backend's arrays compute like its primitives, and
+        # every tensor input has one dtype (so array arithmetic promotes nothing)
+        self.on_arrays = on_arrays
         # (argument position, value) of inputs that need no gradient: a Python number or a
         # small tensor's array, so a graph view can show `x * 3` with its 3
         self.constants = constants
@@ -177,6 +197,8 @@ class AccumulateGrad:
     next_functions: tuple = ()
     num_outputs = 1
     rule = "leaf.grad += incoming grad"
+    #: The engine may hand it a gradient as a backend array (its add is one backend call).
+    on_arrays = True
 
     def __init__(self, variable: "Tensor") -> None:
         self.variable = variable
@@ -238,6 +260,13 @@ class Function(metaclass=_FunctionMeta):
     #: True for operations whose output can be a view of their first input (reshape,
     #: permute, ...): when it is, the two share a version counter.
     is_view: bool = False
+    #: True when ``backward`` is written with operators only (``grad * b``,
+    #: ``grad * (1 - t * t)``, ``g @ w``, ``.reshape``, ``.sum(0)``), reading its inputs
+    #: through ``ctx.saved_tensors`` and ``ctx.output``: then the same formula gives the
+    #: same numbers on tensors and on numpy arrays, and on a backend whose arrays compute
+    #: like its primitives (``Backend.array_arithmetic``) the engine runs it on the arrays,
+    #: a fraction of a microsecond per operation instead of a tensor operation each.
+    formula_on_arrays: bool = False
 
     @staticmethod
     def forward(ctx: Context, *args: Any, **kwargs: Any) -> Any:
@@ -267,14 +296,18 @@ class Function(metaclass=_FunctionMeta):
         # are two), the backend that computes on them, which ones want a gradient and,
         # when recording, where each one's gradient will go (the node's edges).
         recording = grad_mode._enabled
-        device = backend = None
+        device = backend = dtype = None
+        one_dtype = True
         needs, edges, metas, constants = [], [], [], []
         for a in args:
             if isinstance(a, Tensor):
                 if device is None:
-                    device, backend = a.device, a._backend
-                elif a.device is not device and a.device != device:
-                    raise mismatch_error(device, a.device, cls.__name__)
+                    device, backend, dtype = a.device, a._backend, a.dtype
+                else:
+                    if a.device is not device and a.device != device:
+                        raise mismatch_error(device, a.device, cls.__name__)
+                    if a.dtype is not dtype:
+                        one_dtype = False
                 needs.append(a.requires_grad)
                 if recording:
                     if a.grad_fn is not None:
@@ -285,7 +318,7 @@ class Function(metaclass=_FunctionMeta):
                         if math.prod(a._array.shape) <= SMALL_OUTPUT:
                             constants.append((len(edges), a._array))
                         edges.append(_NO_EDGE)
-                    metas.append((a._array.shape, a.dtype, a.device))
+                    metas.append((a._array.shape, a.dtype, device))
             else:
                 needs.append(False)
                 if recording:
@@ -299,6 +332,7 @@ class Function(metaclass=_FunctionMeta):
         ctx = Context()
         ctx.needs_input_grad = needs = tuple(needs)
         ctx.backend = backend
+        ctx.device = device
 
         record = recording and True in needs
         if not record:
@@ -319,9 +353,82 @@ class Function(metaclass=_FunctionMeta):
             outputs = _outputs(cls, raw, device, backend, args)
         if record:
             produced = outputs if type(outputs) is tuple else (outputs,)
-            _record(Node(cls, ctx, tuple(edges), tuple(metas), produced, tuple(constants)),
+            _record(Node(cls, ctx, tuple(edges), tuple(metas), produced, tuple(constants),
+                         one_dtype and cls.formula_on_arrays and backend.array_arithmetic),
                     ctx, produced)
         return outputs
+
+
+def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
+    """``cls._apply(*args)`` while recording, for the lean path's plain operands only.
+
+    ``args`` are one or two operands of an elementwise Function with one output:
+    ``like`` (a floating-point tensor) and, if two, a Python float or a tensor of
+    ``like``'s dtype, shape and device (``autograd/lean.py`` checked that). Nothing
+    then needs comparing or promoting, and every tensor among them has the output's
+    (shape, dtype, device), so this makes the same Context, output and Node as
+    ``_apply`` does, straight through, without its general loop.
+    """
+    backend, device = like._backend, like.device
+    ctx = _new_object(Context)
+    ctx.backend = backend
+    ctx.device = device
+    if len(args) == 1:
+        needs = (like.requires_grad,)
+    else:
+        a, b = args
+        needs = (type(a) is not float and a.requires_grad, type(b) is not float and b.requires_grad)
+    ctx.needs_input_grad = needs
+    if True not in needs:  # nothing to record: forward alone, as _apply would
+        ctx._recording = False
+        return Tensor._make(cls.forward(ctx, *args), backend, device)
+    grad_mode._enabled = False  # forward's own tensor operations are not recorded
+    try:
+        array = cls.forward(ctx, *args)
+    finally:
+        grad_mode._enabled = True
+    out = Tensor._make(array, backend, device)
+    meta = (array.shape, out.dtype, device)  # every tensor operand's too (see above)
+    node = _new_object(Node)  # its fields written out as Node.__init__ writes them
+    if len(args) == 1:
+        node.next_functions = (_edge(like),)
+        node.input_meta = (meta,)
+        node.constants = ()
+    else:
+        constants = []
+        for i, x in enumerate(args):
+            if type(x) is float:
+                constants.append((i, x))
+            elif not x.requires_grad and math.prod(x._array.shape) <= SMALL_OUTPUT:
+                constants.append((i, x._array))
+        node.next_functions = (_edge(a), _edge(b))
+        node.input_meta = (None if type(a) is float else meta, None if type(b) is float else meta)
+        node.constants = tuple(constants)
+    node.function = cls
+    node.ctx = ctx
+    node.num_outputs = 1
+    node.output_meta = (meta,)
+    node.output_values = (array if math.prod(array.shape) <= SMALL_OUTPUT else None,)
+    node.sequence = next(_sequence)
+    node._pre_hooks = None
+    node.module_path = module_path
+    node.on_arrays = cls.formula_on_arrays and backend.array_arithmetic
+    if ctx._out is not None:  # backward will read the output: watch its version
+        ctx._out_version = (out._version_counter, 0)
+    out.grad_fn = node  # (the output of a float operation; _output_nr is already 0)
+    out.requires_grad = True
+    return out
+
+
+def _edge(a: Any) -> tuple:
+    """Where the gradient of operand ``a`` goes: its node, its leaf's accumulator, or nowhere."""
+    if type(a) is float:
+        return _NO_EDGE
+    if a.grad_fn is not None:
+        return (a.grad_fn, a._output_nr)
+    if a.requires_grad:
+        return (a._accumulate_node or a._accumulator(), 0)
+    return _NO_EDGE
 
 
 def _outputs(cls: type[Function], raw: Any, device: Device, backend: Any, args: tuple) -> Any:

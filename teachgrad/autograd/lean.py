@@ -20,34 +20,34 @@ from typing import Any, Callable
 from . import function, grad_mode
 
 
-def _plain(self: Any, other: Any) -> Any:
-    """``other`` as the operation takes it when it needs no promotion or broadcasting
-    against ``self`` (a floating-point tensor), else ``None``: then the full path decides."""
-    kind = type(other)
-    if kind is float or kind is int:  # (not bool: True * x follows its own rules)
-        return float(other)  # a Python number keeps a float tensor's dtype, as in PyTorch
-    if (isinstance(other, function.Tensor) and other.dtype is self.dtype
-            and other.device is self.device and other._array.shape == self._array.shape):
-        return other
-    return None
-
-
 def binary_method(op: str, full: Callable[[Any, Any], Any], fn: type[function.Function],
                   reflected: bool = False) -> Callable[[Any, Any], Any]:
     """``Tensor.__<op>__`` (or, ``reflected``, ``__r<op>__``: ``1 - t``): ``full`` on the
     operands, or for plain ones ``fn`` directly (recording: the checks ``full`` makes
     would change nothing) or the backend's ``op`` (nothing recorded, nobody watching)."""
     def method(self: Any, other: Any) -> Any:
-        if self.dtype.is_floating_point:
-            b = _plain(self, other)
+        dtype = self.dtype
+        if dtype.is_floating_point:
+            # ``other`` as the operation takes it when it needs no promotion or broadcasting
+            # against ``self``, else None: then the full path decides
+            kind = type(other)
+            if kind is float:
+                b = other
+            elif kind is int:
+                b = float(other)  # a Python number keeps a float tensor's dtype, as in PyTorch
+            elif (isinstance(other, function.Tensor) and other.dtype is dtype
+                  and other.device is self.device and other._array.shape == self._array.shape):
+                b = other
+            else:
+                b = None
             if b is not None:
                 args = (b, self) if reflected else (self, b)
                 if function.observer is not None:
                     return fn.apply(*args)
                 if grad_mode._enabled:
-                    return fn._apply(*args)
+                    return function.apply_plain(fn, args, self)
                 backend = self._backend
-                x, y = args  # (a Python number here is a float: see _plain)
+                x, y = args  # (a Python number here is a float: see above)
                 return function.Tensor._make(
                     backend.binary(op, x if type(x) is float else x._array,
                                    y if type(y) is float else y._array), backend, self.device)
@@ -66,7 +66,7 @@ def unary_method(op: str, full: Callable[[Any], Any],
             if function.observer is not None:
                 return fn.apply(self)
             if grad_mode._enabled:
-                return fn._apply(self)
+                return function.apply_plain(fn, (self,), self)
             backend = self._backend
             return function.Tensor._make(backend.unary(op, self._array), backend, self.device)
         return full(self)

@@ -54,6 +54,12 @@ class Backend(ABC):
     name: str = "abstract"
     #: The device type this backend serves: ``"cpu"`` or ``"cuda"``.
     device_type: str = "cpu"
+    #: True when this backend's arrays are numpy arrays whose own operators (``a * b``,
+    #: ``1 - t``, ``g @ w``) compute exactly what its primitives compute: then the engine
+    #: may run a backward formula written with operators straight on the arrays (see
+    #: ``Function.formula_on_arrays``). The numba backend's arrays are numpy arrays too,
+    #: but its primitives are its own loops, so it keeps this False.
+    array_arithmetic: bool = False
 
     # -- moving data ---------------------------------------------------------
     @abstractmethod

@@ -307,6 +307,7 @@ class NumbaCPUBackend(NumpyBackend):
 
     name = "numba"
     device_type = "cpu"
+    array_arithmetic = False  # (a NumpyBackend subclass: its arithmetic is its own loops)
 
     #: Which matmul runs: "blocked" (default), "loop_order" or "naive"
     #: (see :mod:`teachgrad.backends.numba_matmul`).

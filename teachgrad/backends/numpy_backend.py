@@ -47,16 +47,27 @@ def _array(x: Array) -> np.ndarray:
     return x if type(x) is np.ndarray else np.asarray(x)
 
 
+#: 1 as a 0-d array of each float dtype (adding an array is quicker than a Python 1.0)
+_ONE = {np.dtype(t): np.ones((), t) for t in (np.float16, np.float32, np.float64)}
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    # split by sign so exp never overflows: 1/(1+e^-x) for x>=0, e^x/(1+e^x) otherwise,
-    # with e = e^-|x| and one division for both halves (each numpy call costs ~0.4 µs)
-    e = np.exp(-np.abs(x))
-    return _array(np.where(x >= 0, 1, e) / (1 + e))
+    # e = e^-|x| never overflows: 1/(1+e) is the answer for x >= 0, e/(1+e) for x < 0
+    # (computing 1/(1+e^-x) straight would overflow e^-x for x below about -88 in float32)
+    e = np.exp(np.minimum(x, np.negative(x)))
+    one = _ONE.get(x.dtype)
+    if x.ndim == 0 or one is None:  # (numpy makes 0-d results scalars: no out= for them)
+        return _array(np.where(x >= 0, 1, e) / (1 + e))
+    d = np.add(e, one)
+    out = np.reciprocal(d)
+    np.divide(e, d, out=out, where=np.signbit(x))  # the x < 0 entries (and -0.0: the same)
+    return out
 
 
 class NumpyBackend(Backend):
     name = "numpy"
     device_type = "cpu"
+    array_arithmetic = True  # every primitive is the numpy operator itself
 
     def from_numpy(self, a: np.ndarray) -> np.ndarray:
         return np.array(a, copy=True)
@@ -80,7 +91,10 @@ class NumpyBackend(Backend):
 
     def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:
         out = _BINARY[op](a, b)
-        if type(out) is not np.ndarray:  # (_array written out: this runs for every operation)
+        if type(out) is np.ndarray:
+            if type(a) is np.ndarray and out.dtype is a.dtype:
+                return out  # the usual case: the operands' own dtype, nothing to fix
+        else:  # (_array written out: this runs for every operation)
             out = np.asarray(out)
         # numpy may widen `int_array ** negative` etc.; keep the operand dtype
         if op not in COMPARISONS:

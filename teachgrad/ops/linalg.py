@@ -70,6 +70,7 @@ class Linear(Function):
     """
 
     rule = "y = x @ Wᵀ + b:  ∂y/∂x = grad @ W,  ∂y/∂W = gradᵀ @ x,  ∂y/∂b = Σ grad over rows"
+    formula_on_arrays = True  # (operators, .reshape, .mT and .sum(0) only)
 
     @staticmethod
     def forward(ctx: Context, x: Tensor, weight: Tensor, bias: Tensor | None = None):
