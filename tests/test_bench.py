@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import teachgrad as tg
-from teachgrad.bench import HostTimer, Record, Results, SchemaError, load, load_dir, measure, save
+from teachgrad.bench import (
+    SCHEMA_VERSION, HostTimer, Record, Results, SchemaError, load, load_dir, measure, save,
+)
 from teachgrad.bench.harness import measure_in_turns
 from teachgrad.bench.__main__ import main
 from teachgrad.bench.suite import Plan, attach_ratios, results_filename
@@ -143,7 +145,7 @@ def test_load_dir_passes_over_other_json_files_but_not_broken_results(tmp_path):
 
 def test_the_header_says_where_when_and_how():
     header = make_header("python -m teachgrad.bench --quick", simulated=False)
-    assert header.schema_version == 1 and header.command == "python -m teachgrad.bench --quick"
+    assert header.schema_version == SCHEMA_VERSION and header.command == "python -m teachgrad.bench --quick"
     assert datetime.fromisoformat(header.created_utc).utcoffset().total_seconds() == 0
     assert header.cpu_model and header.cpu_count >= 1 and header.cpu_threads >= 1
     assert header.numpy == np.__version__ and header.python.count(".") == 2
@@ -224,11 +226,12 @@ def test_plan_rejects_unknown_ops_and_dtypes():
 
 def test_cli_quick_on_tiny_sizes_writes_a_valid_file(tmp_path, capsys):
     path = main(["--quick", "--sizes", "64", "--repeats", "2", "--backends", "numpy", "numba",
-                 "--warm-compile", "--out", str(tmp_path)])
+                 "--warm-compile", "--no-ceilings", "--out", str(tmp_path)])
     results = load(path)
     assert path.parent == tmp_path and path.name.startswith("cpu-")
     assert results.header.command == ("python -m teachgrad.bench --quick --sizes 64 --repeats 2 "
-                                      "--backends numpy numba --warm-compile --out " + str(tmp_path))
+                                      "--backends numpy numba --warm-compile --no-ceilings --out "
+                                      + str(tmp_path))
     keys = {r.key for r in results.records}
     assert keys == {"add/numpy/np.add", "add/numba/zip_loop", "sum/numpy/np.sum",
                     "sum/numba/reduce_loop", "copy/numpy/np.copyto", "matmul/numpy/np.matmul",
@@ -243,6 +246,8 @@ def test_cli_quick_on_tiny_sizes_writes_a_valid_file(tmp_path, capsys):
         assert (r.gflops if r.op == "matmul" else r.gbps) > 0
         if r.backend == "numba":
             assert r.ceiling == f"{r.op}/numpy/np.{r.op}" and r.ratio_to_ceiling > 0
+        assert r.hw_fraction is None and r.hw_ceiling is None  # --no-ceilings: nothing to compare with
+    assert results.header.ceilings == [] and results.header.llc_bytes is None
     assert "wrote" in capsys.readouterr().out
 
 
@@ -267,7 +272,7 @@ def test_cli_runs_the_cuda_code_paths_and_flags_simulated_records(tmp_path):
 
 def test_without_include_simulator_the_simulator_is_left_out(tmp_path):
     path = main(["--quick", "--sizes", "16", "--ops", "add", "--backends", "numpy", "cuda",
-                 "--out", str(tmp_path)])
+                 "--no-ceilings", "--out", str(tmp_path)])
     results = load(path)
     if tg.cuda.is_simulated():
         assert {r.device for r in results.records} == {"cpu"} and not results.header.simulated

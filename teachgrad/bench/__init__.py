@@ -5,6 +5,14 @@ Run the suite from a shell::
     python -m teachgrad.bench --quick            # CPU: numpy vs numba loops, < 1 minute
     python -m teachgrad.bench                    # everything this machine has (a GPU too)
     python -m teachgrad.bench --ops matmul --sizes 256 512
+    python -m teachgrad.bench --quick --no-ceilings   # without the hardware ceilings
+
+Each CPU record is compared twice: with numpy doing the same thing
+(``ratio_to_ceiling``, "vs numpy") and with the hardware, measured at the
+start of the same run (``hw_fraction``): the memory bandwidth of a
+STREAM-style triad on arrays larger than the last-level cache, and the BLAS
+peak of ``np.matmul`` (:mod:`teachgrad.bench.ceilings`; the results header's
+``ceilings``).
 
 or time anything from a notebook::
 

@@ -36,6 +36,9 @@ class Case:
     #: Python code whose last line prints the seconds of the first call, run in a fresh
     #: process with an empty numba cache (``cold_compile_s``); None: nothing compiles
     cold_start: str | None = None
+    #: threads the code runs on (CPU: 1, numba's count for a parallel loop, the BLAS's for
+    #: np.matmul); None on a GPU or when not known
+    threads: int | None = None
 
     @property
     def key(self) -> str:

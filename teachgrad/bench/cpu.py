@@ -1,4 +1,4 @@
-"""CPU cases: numpy (the ceiling) and the numba backend's hand-written loops.
+"""CPU cases: numpy (the reference) and the numba backend's hand-written loops.
 
 The bare cases write into preallocated outputs (``np.add(a, b, out=out)`` and
 the same for the loops), so their timings compare the loops themselves, not
@@ -12,15 +12,33 @@ from __future__ import annotations
 import numpy as np
 
 from .cases import Case, shapes
+from .system import blas_threads
 
 #: The numba matmul kernels, in the order a chapter walks through them.
 NUMBA_MATMUL_KERNELS = ("naive", "loop_order", "blocked")
 
 
+def numba_threads(op: str, size: int) -> int:
+    """Threads the numba backend's loop for ``op`` at ``size`` runs on: numba's count when
+    it takes the parallel build (``numba_cpu.parallel_for``), else 1."""
+    from numba import get_num_threads
+
+    from ..backends import numba_cpu, numba_matmul
+
+    work = size ** 3 // numba_matmul.MULTIPLY_ADDS_PER_ELEMENT if op == "matmul" else size
+    return get_num_threads() if numba_cpu.parallel_for(work) else 1
+
+
+def numpy_threads(op: str) -> int | None:
+    """numpy's elementwise calls and reductions run on one thread; matmul on the BLAS's."""
+    return blas_threads() if op == "matmul" else 1
+
+
 def numpy_cases(op: str, size: int, inputs: tuple[np.ndarray, ...]) -> list[Case]:
-    """numpy doing ``op``: the CPU ceiling every CPU record is compared with."""
+    """numpy doing ``op``: the reference every CPU record's ``ratio_to_ceiling`` is against."""
     dtype = inputs[0].dtype
-    common = dict(backend="numpy", device="cpu", dtype=dtype, size=size, shape=shapes(op, size))
+    common = dict(backend="numpy", device="cpu", dtype=dtype, size=size, shape=shapes(op, size),
+                  threads=numpy_threads(op))
     if op == "add":
         a, b = inputs
         out = np.empty_like(a)
@@ -37,7 +55,7 @@ def numpy_cases(op: str, size: int, inputs: tuple[np.ndarray, ...]) -> list[Case
     if op == "copy":
         (x,) = inputs
         out = np.empty_like(x)
-        # the memory bandwidth a loop can hope for: a reference line, not a ceiling for a ratio
+        # numpy's copy at this size: a reference line (the bandwidth ceiling is the triad)
         return [Case(op, kernel="np.copyto", work=lambda: np.copyto(out, x), output=lambda: out, **common)]
     if op == "matmul":
         a, b = inputs
@@ -93,9 +111,10 @@ def backend_case(backend_name: str, op: str, size: int, inputs: tuple[np.ndarray
     cold = None if backend_name != "numba" else _cold_start(
         "backend = numba_cpu.NumbaCPUBackend()", f"backend.{method}({arguments})",
         op, size, inputs[0].dtype)
+    threads = numba_threads(op, size) if backend_name == "numba" else numpy_threads(op)
     return Case(op, kernel=f"backend.{method}", work=work, output=lambda: last[0],
                 ceiling=ceiling, backend=backend_name, device="cpu", dtype=inputs[0].dtype,
-                size=size, shape=shapes(op, size), cold_start=cold)
+                size=size, shape=shapes(op, size), cold_start=cold, threads=threads)
 
 
 def numba_cases(op: str, size: int, inputs: tuple[np.ndarray, ...],
@@ -104,7 +123,8 @@ def numba_cases(op: str, size: int, inputs: tuple[np.ndarray, ...],
     from ..backends import numba_cpu, numba_matmul
 
     dtype = inputs[0].dtype
-    common = dict(backend="numba", device="cpu", dtype=dtype, size=size, shape=shapes(op, size))
+    common = dict(backend="numba", device="cpu", dtype=dtype, size=size, shape=shapes(op, size),
+                  threads=numba_threads(op, size))
     if op == "add":
         a, b = inputs
         out = np.empty_like(a)

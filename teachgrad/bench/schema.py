@@ -19,16 +19,30 @@ throughput, in GB/s for memory-bound operations (``add``, ``sum``, ``copy``)
 and GFLOP/s for ``matmul``, and the answer's relative error against a
 float64 reference (a fast wrong kernel does not pass unnoticed).
 
-**Ceilings.** Each record is compared with a *ceiling* measured in the same
-run, and ``ratio_to_ceiling`` is the figure to track:
+**Two comparisons per record.**
 
-* on a GPU, ``add`` and ``sum`` against a device-to-device copy of the same
-  size (bandwidth: GB/s over GB/s), ``matmul`` against the vendor's (cuBLAS
-  through CuPy or PyTorch, float32 without TF32; GFLOP/s over GFLOP/s);
-* on the CPU, everything against numpy doing the same operation at the same
-  size (numpy's time over this time: 0.5 means half numpy's speed).
+* ``ceiling`` / ``ratio_to_ceiling`` -- a *reference* measured at the same
+  size in the same run. On a GPU: ``add`` and ``sum`` against a
+  device-to-device copy of the same size (GB/s over GB/s), ``matmul`` against
+  the vendor's (cuBLAS through CuPy or PyTorch, float32 without TF32). On the
+  CPU this is **vs numpy**: numpy doing the same operation at the same size
+  (numpy's time over this time: 0.5 means half numpy's speed). Reference
+  records carry ``is_ceiling = True`` and ratio 1.
+* ``hw_ceiling`` / ``hw_fraction`` (CPU only, version 2) -- the fraction of
+  the **hardware** the record reached: its GB/s over the best STREAM-style
+  triad bandwidth at the same thread count (``add``, ``sum``, ``copy``), or
+  its GFLOP/s over the measured BLAS matmul peak of its dtype (``matmul``).
+  ``in_cache`` is true when the operation's bytes fit in the last-level
+  cache; such a record can exceed the DRAM triad (fraction above 1).
 
-Ceiling records carry ``is_ceiling = True`` and ratio 1.
+**Hardware ceilings** (``header.ceilings``, version 2) -- what the
+machine itself can do, measured at the start of the same run: the triad
+``a = b + s*c`` on arrays several times the last-level cache, one thread and
+(with more numba threads) all of them; numpy's copy at the same size as a
+reference; and ``np.matmul``'s GFLOP/s in float32 and float64. Each is a
+:class:`Ceiling`: best, median and worst of its repeats, thread count, sizes,
+repeats and the seconds it took. ``header.llc_bytes`` is the last-level cache
+size the array sizes were chosen from. See :mod:`teachgrad.bench.ceilings`.
 
 **Simulator timings are not GPU speed.** The simulator runs each CUDA thread
 as a Python thread; its records exist only to exercise the code paths and are
@@ -45,7 +59,40 @@ from pathlib import Path
 from typing import Any
 
 #: Bumped whenever a field changes meaning or is removed (adding one is compatible).
-SCHEMA_VERSION = 1
+#: 2: the hardware ceilings (``Header.ceilings``, ``llc_bytes``; ``Record.threads``,
+#: ``hw_ceiling``, ``hw_fraction``, ``in_cache``). Version 1 files load with those empty.
+SCHEMA_VERSION = 2
+#: Versions :func:`load` reads (older files get the defaults of the fields they lack).
+READABLE_VERSIONS = (1, 2)
+
+
+@dataclass
+class Ceiling:
+    """One hardware ceiling measured in the run (see :mod:`teachgrad.bench.ceilings`).
+
+    Throughputs are in ``unit``: ``best`` is the fastest repeat (what STREAM
+    reports, and what records are compared with), ``median`` and ``worst`` the
+    typical and the slowest.
+    """
+
+    name: str  #: "triad/1thread", "triad/2threads", "copy/numpy", "matmul/float32", ...
+    op: str  #: "triad", "copy" or "matmul"
+    kernel: str  #: the code that ran, e.g. "numba njit loop", "np.matmul (scipy-openblas ...)"
+    unit: str  #: "GB/s" or "GFLOP/s"
+    dtype: str
+    threads: int | None  #: threads that did the work (None: not known)
+    size: int  #: elements per array (triad, copy) or the side n of an n x n matmul
+    bytes: int  #: bytes counted per call (STREAM's way: no write-allocate traffic)
+    flops: int  #: floating-point operations per call
+    repeats: int
+    best: float  #: per-call amount / fastest call, in ``unit``
+    median: float
+    worst: float
+    min_s: float
+    median_s: float
+    max_s: float
+    elapsed_s: float  #: wall time of measuring this ceiling: allocation, compiling, every call
+    notes: list[str] = field(default_factory=list)
 
 @dataclass
 class Header:
@@ -71,6 +118,13 @@ class Header:
     compute_capability: str | None = None  #: e.g. "9.0"
     vendor_matmul: str | None = None  #: e.g. "cupy 14.2.0 (cuBLAS, float32 without TF32)"
     notes: list[str] = field(default_factory=list)
+    #: the hardware ceilings measured in this run (empty: not measured, or a version 1 file)
+    ceilings: list[Ceiling] = field(default_factory=list)
+    llc_bytes: int | None = None  #: the last-level cache size the ceilings' array sizes came from
+
+    def ceiling(self, name: str) -> Ceiling | None:
+        """The hardware ceiling called ``name`` (e.g. ``"triad/1thread"``), or None."""
+        return next((c for c in self.ceilings if c.name == name), None)
 
     @property
     def date(self) -> str:
@@ -120,6 +174,10 @@ class Record:
     timer: str = "perf_counter"  #: "perf_counter", "cuda_event", "torch_event" or "cupy_event"
     simulated: bool = False  #: True: ran in the CUDA simulator; the time says nothing about a GPU
     rel_error: float | None = None  #: |out - ref| / |ref| against a float64 reference
+    threads: int | None = None  #: threads the code ran on (CPU; None: not known)
+    hw_ceiling: str | None = None  #: name of the hardware :class:`Ceiling` compared with
+    hw_fraction: float | None = None  #: throughput / that ceiling's best (CPU only)
+    in_cache: bool = False  #: the bytes fit in the last-level cache (hw_fraction can pass 1)
 
     @property
     def key(self) -> str:
@@ -174,15 +232,23 @@ def from_dict(data: dict[str, Any], source: str = "results") -> Results:
     if not isinstance(data, dict) or "header" not in data or "records" not in data:
         raise SchemaError(f"{source}: expected an object with 'header' and 'records'")
     version = data["header"].get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS:
+        readable = " or ".join(map(str, READABLE_VERSIONS))
         raise SchemaError(f"{source}: schema_version {version!r}, but this teachgrad reads "
-                          f"version {SCHEMA_VERSION}; re-run `python -m teachgrad.bench` to make a new file")
-    header = _build(Header, data["header"], f"{source}: header")
+                          f"version {readable}; re-run `python -m teachgrad.bench` to make a new file")
+    values = dict(data["header"])
+    ceilings = values.get("ceilings") or []
+    if not isinstance(ceilings, list):
+        raise SchemaError(f"{source}: header ceilings should be a list")
+    values["ceilings"] = [_build(Ceiling, c, f"{source}: ceiling {i}") for i, c in enumerate(ceilings)]
+    header = _build(Header, values, f"{source}: header")
     records = [_build(Record, r, f"{source}: record {i}") for i, r in enumerate(data["records"])]
     return Results(header, records)
 
 
 def _build(cls, values: dict[str, Any], where: str):
+    if not isinstance(values, dict):
+        raise SchemaError(f"{where} should be an object")
     fields = {f.name: f for f in dataclasses.fields(cls)}
     required = [name for name, f in fields.items()
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]

@@ -4,7 +4,11 @@
 CPU; teachgrad's kernels, a device copy and cuBLAS on a GPU), checks every
 answer against a float64 reference, and returns
 :class:`~teachgrad.bench.schema.Results` with each record's ratio to its
-ceiling filled in.
+reference filled in (``ratio_to_ceiling``: vs numpy on the CPU). With
+``Plan(ceilings=True)`` (the command line's default) it first measures the
+CPU's hardware ceilings (:mod:`teachgrad.bench.ceilings`: a STREAM-style
+triad and the BLAS peak), stores them in the header, and gives each CPU
+record its fraction of them (``hw_fraction``).
 """
 from __future__ import annotations
 
@@ -18,13 +22,14 @@ from typing import Callable
 import numpy as np
 
 from .. import _cuda_setup
+from . import ceilings as hardware
 from . import cpu, gpu
 from .cases import (
     TOLERANCE, Case, cold_compile_s, make_inputs, reference, relative_error, traffic,
 )
 from .harness import Timing, measure_batched, measure_in_turns
 from .schema import Record, Results, clean_number
-from .system import gpu_details, make_header
+from .system import blas_name, blas_threads, gpu_details, make_header, numba_threads
 
 #: Sizes per operation: elements for add/sum (and their copy ceiling), the side n for matmul.
 SIZES = {
@@ -61,6 +66,15 @@ class Plan:
     #: time each numba case's first call again in a fresh process with an empty numba
     #: cache (``compile_s``: compiling from nothing), instead of first call minus median
     cold_compile: bool = False
+    #: measure the CPU's hardware ceilings first (triad bandwidth, BLAS peak) and give each
+    #: CPU record its fraction of them; the command line does unless ``--no-ceilings``
+    ceilings: bool = False
+    #: MiB per triad array (default: from the last-level cache, see ``ceilings.triad_elements``)
+    triad_mib: float | None = None
+    #: side of the BLAS peak's square matmul (default: chosen by timing, 1024 to 2048)
+    blas_n: int | None = None
+    #: timed calls per ceiling (default 10; 5 with quick)
+    ceiling_repeats: int | None = None
 
     def __post_init__(self) -> None:
         bad_ops = [op for op in self.ops if op not in SUMMED_OPS]
@@ -70,6 +84,12 @@ class Plan:
                              f"ops are {', '.join(SUMMED_OPS)}; backends {', '.join(BACKENDS)}")
         if self.dtype not in TOLERANCE:
             raise ValueError(f"dtype {self.dtype!r}: choose float32 or float64")
+        if self.triad_mib is not None and not self.triad_mib > 0:
+            raise ValueError(f"triad_mib must be positive, got {self.triad_mib}")
+        if self.blas_n is not None and self.blas_n < 1:
+            raise ValueError(f"blas_n must be at least 1, got {self.blas_n}")
+        if self.ceiling_repeats is not None and self.ceiling_repeats < 1:
+            raise ValueError(f"ceiling_repeats must be at least 1, got {self.ceiling_repeats}")
 
     @property
     def speed(self) -> str:
@@ -172,12 +192,15 @@ def make_record(case: Case, timing: Timing, ref: np.ndarray, cold_compile: bool 
         ceiling=case.ceiling, is_ceiling=case.is_ceiling,
         ratio_to_ceiling=1.0 if case.is_ceiling and not case.simulated else None,
         timer=timing.timer, simulated=case.simulated,
-        rel_error=clean_number(relative_error(case.output(), ref)),
+        rel_error=clean_number(relative_error(case.output(), ref)), threads=case.threads,
     )
 
 
 def attach_ratios(records: list[Record]) -> None:
-    """Fill ``ratio_to_ceiling``: throughput over the ceiling's at the same size and dtype."""
+    """Fill ``ratio_to_ceiling``: throughput over the reference's at the same size and dtype
+    (on the CPU the reference is numpy: this is the "vs numpy" ratio).
+
+    The hardware fractions are :func:`teachgrad.bench.ceilings.attach_hardware`'s."""
     ceilings = {(r.key, r.dtype, r.size): r for r in records if not r.simulated}
     for record in records:
         if record.simulated:
@@ -188,18 +211,33 @@ def attach_ratios(records: list[Record]) -> None:
             record.ratio_to_ceiling = record.throughput / ceiling.throughput
 
 
-def format_record(r: Record) -> str:
+def table_header(hardware: bool = True) -> str:
+    """Column names over :func:`format_record`'s lines."""
+    columns = f"{'op':6} {'where':6} {'kernel':22} {'size':>10}  {'median':>13}  {'throughput':>18}"
+    return columns + (f"  {'fraction of hardware':36}" if hardware else "") + "  ratio"
+
+
+def format_record(r: Record, hardware: bool = True) -> str:
+    """One line of the table: time, throughput, with ``hardware`` the fraction of the hardware
+    ceiling (CPU; "in cache" when the bytes fit in the last-level cache), and the ratio to
+    the reference (``vs numpy`` on the CPU)."""
     unit = "GFLOP/s" if r.op == "matmul" else "GB/s"
     throughput = "-" if r.throughput is None else f"{r.throughput:9.2f} {unit}"
+    fraction = ""
+    if hardware:
+        fraction = (f"  {r.hw_fraction:6.3f} of {r.hw_ceiling:16}" if r.hw_fraction is not None
+                    else " " * 28)
+        fraction += "  in cache" if r.in_cache else " " * 10
     if r.is_ceiling:
-        ratio = "  (ceiling)"
+        ratio = "  (reference)" if r.device == "cpu" else "  (ceiling)"
     elif r.ratio_to_ceiling is not None:
-        ratio = f"  {r.ratio_to_ceiling:6.3f} of {r.ceiling}"
+        versus = "vs numpy" if r.device == "cpu" else "of"
+        ratio = f"  {r.ratio_to_ceiling:6.3f} {versus} {r.ceiling}"
     else:
         ratio = ""
     flag = "  [simulated: not GPU speed]" if r.simulated else ""
     return (f"{r.op:6} {r.backend:6} {r.kernel:22} {r.size:>10}  {r.median_s * 1e3:10.4f} ms  "
-            f"{throughput:>18}{ratio}{flag}")
+            f"{throughput:>18}{fraction}{ratio}{flag}")
 
 
 def measure_size(plan: Plan, op: str, size: int, where: str, vendor: str | None,
@@ -242,6 +280,10 @@ def run(plan: Plan, command: str, log: Callable[[str], None] = print) -> Results
     vendor = gpu.find_vendor() if place == "cuda" and "matmul" in plan.ops else None
     places = [p for p in ("cpu", place) if p and (p != "cpu" or {"numpy", "numba"} & set(plan.backends))]
     notes: list[str] = [_load_note("before")]
+    found = measure_ceilings(plan, log) if plan.ceilings and "cpu" in places else None
+    if found:
+        notes += found.notes
+        notes.append(f"hardware ceilings measured in {found.elapsed_s:.1f} s")
     records: list[Record] = []
     for op in plan.ops_to_run():
         for where in places:
@@ -250,7 +292,15 @@ def run(plan: Plan, command: str, log: Callable[[str], None] = print) -> Results
                 _release_gpu_memory()
     notes.append(_load_note("after"))
     attach_ratios(records)
-    log("\n".join(format_record(r) for r in records))
+    if found:
+        hardware.attach_hardware(records, found.ceilings, found.cache.llc_bytes)
+        in_cache = sum(r.in_cache for r in records)
+        if in_cache:
+            notes.append(f"{in_cache} records fit in the {found.cache.llc_bytes / 2 ** 20:g} MiB last-level "
+                         "cache (marked in_cache): their fraction of the DRAM triad can pass 1")
+        log("\n".join(hardware.format_ceiling(c) for c in found.ceilings))
+    log(table_header(hardware=bool(found)))
+    log("\n".join(format_record(r, hardware=bool(found)) for r in records))
     simulated = place == "sim"
     gpu_info = {"gpu_name": "CUDA simulator"} if simulated else None
     if place == "cuda":
@@ -260,8 +310,19 @@ def run(plan: Plan, command: str, log: Callable[[str], None] = print) -> Results
             notes.append(f"could not read the GPU's details: {error!r}")
             gpu_info = {"gpu_name": "unknown GPU"}
     header = make_header(command, simulated=simulated, notes=notes, gpu=gpu_info,
-                         vendor_matmul=gpu.vendor_description(vendor) if vendor else None)
+                         vendor_matmul=gpu.vendor_description(vendor) if vendor else None,
+                         ceilings=found.ceilings if found else None,
+                         llc_bytes=found.cache.llc_bytes if found else None)
     return Results(header, records)
+
+
+def measure_ceilings(plan: Plan, log: Callable[[str], None] = print) -> hardware.HardwareCeilings:
+    """The CPU's hardware ceilings for ``plan``: the triad, numpy's copy, and the BLAS peak
+    in float32 and float64 (see :mod:`teachgrad.bench.ceilings`)."""
+    log("hardware ceilings (STREAM-style triad, BLAS peak):")
+    return hardware.measure_all(plan.speed, numba_threads=numba_threads(), blas_threads=blas_threads(),
+                                blas=blas_name(), array_mib=plan.triad_mib, blas_n=plan.blas_n,
+                                repeats=plan.ceiling_repeats, log=log)
 
 
 def _load_note(when: str) -> str:

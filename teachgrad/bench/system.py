@@ -10,7 +10,7 @@ from importlib import metadata
 
 import numpy as np
 
-from .schema import SCHEMA_VERSION, Header
+from .schema import SCHEMA_VERSION, Ceiling, Header
 
 
 def cpu_model() -> str:
@@ -33,6 +33,42 @@ def blas_name() -> str | None:
         return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
     except Exception:  # numpy builds differ in what they report
         return None
+
+
+def blas_threads() -> int | None:
+    """Threads the BLAS behind numpy.matmul uses, asked of OpenBLAS itself.
+
+    Finds the OpenBLAS library numpy has loaded (Linux: ``/proc/self/maps``) and
+    calls its ``*openblas_get_num_threads*`` function. Falls back on
+    ``OPENBLAS_NUM_THREADS`` / ``OMP_NUM_THREADS``; None when neither says.
+    """
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps
+                            if "openblas" in line.lower() and ".so" in line})
+    except OSError:
+        paths = []
+    names = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+             "openblas_get_num_threads64_", "openblas_get_num_threads")
+    for path in paths:
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in names:
+            function = getattr(library, name, None)
+            if function is not None:
+                function.restype = ctypes.c_int
+                threads = int(function())
+                if threads > 0:
+                    return threads
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(variable, "").split(",")[0].strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return None
 
 
 def package_version(name: str) -> str | None:
@@ -87,7 +123,8 @@ def settings() -> str | None:
 
 
 def make_header(command: str, simulated: bool, gpu: dict[str, str | None] | None = None,
-                vendor_matmul: str | None = None, notes: list[str] | None = None) -> Header:
+                vendor_matmul: str | None = None, notes: list[str] | None = None,
+                ceilings: list[Ceiling] | None = None, llc_bytes: int | None = None) -> Header:
     """A :class:`~teachgrad.bench.schema.Header` for a run made now, on this machine."""
     notes = list(notes or [])
     found = settings()
@@ -109,5 +146,7 @@ def make_header(command: str, simulated: bool, gpu: dict[str, str | None] | None
         blas=blas_name(),
         vendor_matmul=vendor_matmul,
         notes=notes,
+        ceilings=list(ceilings or []),
+        llc_bytes=llc_bytes,
         **(gpu or {}),
     )
