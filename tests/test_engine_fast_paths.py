@@ -283,6 +283,35 @@ def test_numba_flat_loops_match_numpy_on_ragged_sizes(dtype, size):
         np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numba_ufuncs_match_numpy_on_any_layout(dtype):
+    """Two arrays of one float dtype on one core: numba's compiled ufunc, any shape or layout."""
+    from teachgrad.backends import numba_flat
+
+    numba, ref = NumbaCPUBackend(), NumpyBackend()
+    rng = np.random.default_rng(5)
+
+    def arr(*shape):
+        return (rng.random(shape) + 0.5).astype(dtype)
+
+    pairs = [(arr(1), arr(1)), (arr(7), arr(7)), (arr(4099), arr(4099)), (arr(3, 5), arr(5)),
+             (arr(3, 1), arr(1, 4)), (arr(5, 3).T, arr(3, 5)), (arr(6)[::2], arr(3)),
+             (np.asarray(arr()), np.asarray(arr())), (arr(0), arr(0)), (arr(2, 0), arr(0))]
+    for op in ("add", "sub", "mul", "div", "pow", "maximum", "minimum"):
+        for a, b in pairs:
+            got, want = numba.binary(op, a, b), ref.binary(op, a, b)
+            assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == want.shape
+            if op == "pow":  # (libm's pow and numpy's may differ in the last bit)
+                np.testing.assert_allclose(got, want, rtol=4e-7 if dtype == np.float32 else 1e-15)
+            else:
+                np.testing.assert_array_equal(got, want)
+    assert set(numba_flat._UFUNCS) >= {"add", "sub", "mul", "div"}  # the ufunc path ran
+    with np.errstate(divide="ignore", invalid="ignore"):  # division by zero: inf and nan
+        z = np.array([1.0, -1.0, 0.0], dtype)
+        np.testing.assert_array_equal(numba.binary("div", z, np.zeros(3, dtype)),
+                                      [np.inf, -np.inf, np.nan])
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (0,), (4099,)])
 def test_numpy_sigmoid_is_the_two_branch_formula_exactly(dtype, shape):

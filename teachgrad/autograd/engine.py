@@ -382,33 +382,31 @@ def _formula_on_arrays(node: Node, grads: list, keep_arrays: bool) -> list:
     previous = grad_mode._enabled
     grad_mode._enabled = False  # (as for any backward: nothing it does is recorded)
     try:
-        out = node.function.backward(
-            ctx, *[g if g is None or type(g) is ndarray else g._array for g in grads])
+        if len(grads) == 1:  # (one output: the usual case, without a list to make)
+            g = grads[0]
+            out = node.function.backward(ctx, g if type(g) is ndarray else g._array)
+        else:
+            out = node.function.backward(
+                ctx, *[g if g is None or type(g) is ndarray else g._array for g in grads])
     finally:
         ctx._arrays = False
         grad_mode._enabled = previous
     if type(out) is not tuple:
         out = (out,)
     edges = node.next_functions
-    n_in = len(edges)
-    if len(out) != n_in:
+    if len(out) != len(edges):
         out = _trim(node, out)
-    checked = list(out)
-    for i, g in enumerate(out):
-        if g is None:
-            continue
-        if edges[i][0] is None:
-            checked[i] = None  # nobody takes this gradient
-            continue
-        shape, dtype, device = node.input_meta[i]
-        if type(g) is not ndarray or g.shape != shape or g.dtype is not dtype.numpy:
-            # a scalar, a broadcast shape or another dtype: as a tensor, checked as usual
+    checked = []
+    for i, (g, (receiver, _), meta) in enumerate(zip(out, edges, node.input_meta)):
+        if g is None or receiver is None:
+            checked.append(None)  # no gradient, or nobody takes it
+        elif type(g) is ndarray and g.shape == meta[0] and g.dtype is meta[1].numpy:
+            checked.append(g if keep_arrays else function.Tensor._make(g, ctx.backend, meta[2]))
+        else:  # a scalar, a broadcast shape or another dtype: as a tensor, checked as usual
             if not isinstance(g, function.Tensor):
                 g = function.Tensor._make(asarray(g), ctx.backend, ctx.device)
             g = _validate(node, i, g)
-            checked[i] = g._array if keep_arrays else g
-        elif not keep_arrays:
-            checked[i] = function.Tensor._make(g, ctx.backend, device)
+            checked.append(g._array if keep_arrays else g)
     return checked
 
 

@@ -67,8 +67,10 @@ class Context:
         if not self._recording:
             return  # nothing will run backward on this operation
         self._saved = tensors
-        self._saved_versions = tuple([t._version_counter[0] if isinstance(t, Tensor) else None
-                                      for t in tensors])
+        versions = []  # (a loop, not a comprehension: no frame to make for two tensors)
+        for t in tensors:
+            versions.append(t._version_counter[0] if isinstance(t, Tensor) else None)
+        self._saved_versions = versions
 
     @property
     def saved_tensors(self) -> tuple:
@@ -395,15 +397,9 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
         node.input_meta = (meta,)
         node.constants = ()
     else:
-        constants = []
-        for i, x in enumerate(args):
-            if type(x) is float:
-                constants.append((i, x))
-            elif not x.requires_grad and math.prod(x._array.shape) <= SMALL_OUTPUT:
-                constants.append((i, x._array))
         node.next_functions = (_edge(a), _edge(b))
         node.input_meta = (None if type(a) is float else meta, None if type(b) is float else meta)
-        node.constants = tuple(constants)
+        node.constants = _constant(0, a) + _constant(1, b)
     node.function = cls
     node.ctx = ctx
     node.num_outputs = 1
@@ -418,6 +414,16 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     out.grad_fn = node  # (the output of a float operation; _output_nr is already 0)
     out.requires_grad = True
     return out
+
+
+def _constant(i: int, a: Any) -> tuple:
+    """``((i, value),)`` when operand ``i`` is a constant of the formula (a Python float, or
+    a small tensor that needs no gradient) for the graph view to show, else ``()``."""
+    if type(a) is float:
+        return ((i, a),)
+    if not a.requires_grad and math.prod(a._array.shape) <= SMALL_OUTPUT:
+        return ((i, a._array),)
+    return ()
 
 
 def _edge(a: Any) -> tuple:

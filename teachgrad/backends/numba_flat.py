@@ -1,7 +1,10 @@
 """The numba CPU backend's fast lane: flat loops for the common case.
 
 Most operations a tensor program runs have C-contiguous operands of one float
-dtype and one shape, or an array and a Python number. For them the general
+dtype and one shape, or an array and a Python number. On one core, two arrays
+of one float dtype go to a numpy ufunc that numba compiled from the op's
+scalar code (``zip_ufunc``): numpy's C does the checks, broadcasting and
+allocation, numba's code the arithmetic. For them the general
 loops of :mod:`teachgrad.backends.numba_cpu` (an input kind, strides and a
 shape array per operand) are more than needed, and on small arrays the
 Python around a loop costs more than the loop. Here each loop takes the
@@ -17,17 +20,19 @@ Python.
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
-from numba import prange
+from numba import float32, float64, prange, vectorize
 
 from .base import COMPARISONS, Array, Scalar
 from .numba_cpu import (
-    BINARY_CODES, REDUCE_CODES, UNARY_CODES, _compile, apply_binary, apply_unary, fold,
+    BINARY_CODES, GRAIN, REDUCE_CODES, UNARY_CODES, _compile, apply_binary, apply_unary, fold,
     parallel_for,
 )
 
+#: Each binary op's name by its code (``zip_ufunc``'s kernels are named after their op).
+BINARY_NAMES = {code: name for name, code in BINARY_CODES.items()}
 #: Dtypes of the flat loops (a set: a membership test hashes once).
 FLAT_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
@@ -68,6 +73,27 @@ def zip_scalar_loop(op: int, parallel: bool = True):
     return _compile(zip_scalar, parallel, error_model="numpy")
 
 
+@functools.lru_cache(maxsize=None)
+def zip_ufunc(op: int) -> Any:
+    """``apply_binary(op, x, y)`` compiled by ``numba.vectorize`` into a real numpy ufunc.
+
+    numba compiles the scalar function and builds the ufunc's inner loop around it;
+    numpy then does what a ufunc call does (check the operands, allocate the output,
+    run the loop) in C. On one core, for two arrays, that is the cheapest call there
+    is: a tensor operation pays what ``np.add`` pays. (The returned object is numba's
+    ``DUFunc``; ``.ufunc`` is the numpy ufunc inside it, which it keeps alive.)
+    """
+    def kernel(x, y):
+        return apply_binary(op, x, y)
+
+    kernel.__name__ = kernel.__qualname__ = BINARY_NAMES[op]  # (named in numpy's warnings)
+    return vectorize([float32(float32, float32), float64(float64, float64)], cache=True)(kernel)
+
+
+#: ``zip_ufunc``'s numpy ufuncs by op name (each one kept alive by its cached DUFunc)
+_UFUNCS: dict[str, Any] = {}
+
+
 def _flat(x: Array) -> bool:
     """A non-empty C-contiguous float32/float64 numpy array."""
     return type(x) is np.ndarray and x.dtype in FLAT_DTYPES and x.flags.c_contiguous and x.size > 0
@@ -96,20 +122,29 @@ def unary(op: str, x: Array) -> Array | None:
 
 
 def binary(op: str, a: Array | Scalar, b: Array | Scalar) -> Array | None:
-    # (the checks of _flat written out: they run for every operation)
-    if type(a) is not np.ndarray or op in COMPARISONS or a.dtype not in FLAT_DTYPES \
-            or not a.flags.c_contiguous or a.size == 0:
+    if type(a) is not np.ndarray or op in COMPARISONS:
         return None
+    dtype = a.dtype
     if type(b) is np.ndarray:
-        if b.shape != a.shape or b.dtype is not a.dtype or not b.flags.c_contiguous:
+        if b.dtype is not dtype or dtype not in FLAT_DTYPES:
             return None
-        out = np.empty(a.shape, a.dtype)  # (like np.empty_like(a): a is C-contiguous)
+        size = a.size if a.size >= b.size else b.size  # (max() costs more, called this often)
+        if size < GRAIN or not parallel_for(size):
+            # one core: numba's ufunc, which broadcasts and strides as numpy's own do
+            ufunc = _UFUNCS.get(op)
+            if ufunc is None:
+                ufunc = _UFUNCS[op] = zip_ufunc(BINARY_CODES[op]).ufunc
+            out = ufunc(a, b)
+            return out if type(out) is np.ndarray else np.asarray(out)  # (0-d: a scalar)
+        if b.shape != a.shape or not a.flags.c_contiguous or not b.flags.c_contiguous:
+            return None
+        out = np.empty(a.shape, dtype)  # (like np.empty_like(a): a is C-contiguous)
         _loop(zip_flat_loop, op, BINARY_CODES, a.size)(out, a, b)
         return out
-    if type(b) is float or type(b) is int:
-        out = np.empty(a.shape, a.dtype)  # (like np.empty_like(a): a is C-contiguous)
+    if (type(b) is float or type(b) is int) and _flat(a):
+        out = np.empty(a.shape, dtype)
         # the scalar in the array's dtype, so float32 math stays float32 (as numpy's)
-        _loop(zip_scalar_loop, op, BINARY_CODES, a.size)(out, a, a.dtype.type(b))
+        _loop(zip_scalar_loop, op, BINARY_CODES, a.size)(out, a, dtype.type(b))
         return out
     return None
 

@@ -81,13 +81,17 @@ class NumpyBackend(Backend):
         return out
 
     def unary(self, op: str, x: Array) -> Array:
+        fn = _UNARY.get(op)
+        if fn is not None:
+            out = fn(x)
+            return out if type(out) is np.ndarray else np.asarray(out)
         if op == "sigmoid":
             return _sigmoid(x)
         if op == "relu":
             return _array(np.maximum(x, 0).astype(x.dtype, copy=False))
         if op == "step":
             return _array((x > 0).astype(x.dtype))
-        return _array(_UNARY[op](x))
+        raise KeyError(op)
 
     def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:
         out = _BINARY[op](a, b)
