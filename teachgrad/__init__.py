@@ -10,6 +10,8 @@ error messages say so.
 """
 # Decide GPU or CUDA simulator before anything imports numba.
 from . import _cuda_setup  # noqa: F401  (isort: skip)
+# The Tensor class, then the operations, then the methods they give it (imports point down).
+from . import tensor_methods  # noqa: F401,E402  (isort: skip)
 
 from . import autograd, backends, dtypes, graph  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402

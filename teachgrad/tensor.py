@@ -18,8 +18,8 @@ from .autograd.engine import run_backward
 from .autograd.function import AccumulateGrad
 from .backends import get_backend
 from .device import Device, as_device
+from ._repr import tensor_repr
 from .tensor_data import check_flag as _check_flag, host_array
-from .tensor_inplace import InPlaceMethods
 
 
 _new_object = object.__new__
@@ -47,8 +47,16 @@ class _RemovableHandle:
             self._hooks.remove(self._hook)
 
 
-class Tensor(InPlaceMethods):
-    """A multi-dimensional array with autograd, API after ``torch.Tensor``."""
+class Tensor:
+    """A multi-dimensional array with autograd, API after ``torch.Tensor``.
+
+    This module holds what a tensor *is* (its array, dtype, device, and what autograd
+    keeps on it). What it can *do* comes from the modules above it, which attach their
+    methods to this class: the math and conversions from ``tensor_methods.py`` (each
+    one a function of :mod:`teachgrad.ops`), the in-place updates from
+    ``tensor_inplace.py``. So imports point one way: ``ops`` imports ``Tensor``, never
+    the reverse.
+    """
 
     __array_priority__ = 1000  # numpy defers `ndarray * tensor` to us
     # A fixed set of fields (no per-tensor __dict__): tensors are made by the
@@ -223,7 +231,6 @@ class Tensor(InPlaceMethods):
         return a if dtype is None else a.astype(dtype)
 
     def __repr__(self) -> str:
-        from ._repr import tensor_repr
         return tensor_repr(self)
 
     def __hash__(self) -> int:
@@ -231,41 +238,6 @@ class Tensor(InPlaceMethods):
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
-
-    # -- moving and converting ---------------------------------------------------
-    def to(self, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False) -> "Tensor":
-        """``t.to("cuda")``, ``t.to(tg.float64)``, ``t.to("cpu", tg.float32)``: differentiable."""
-        for a in args:
-            if isinstance(a, Tensor):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, (str, Device)):
-                device = a
-            else:
-                dtype = a
-        from .ops.convert import to
-        return to(self, device=None if device is None else as_device(device),
-                  dtype=None if dtype is None else dtypes.get_dtype(dtype), copy=copy)
-
-    def cpu(self) -> "Tensor":
-        return self.to("cpu")
-
-    def cuda(self) -> "Tensor":
-        return self.to("cuda")
-
-    def float(self) -> "Tensor":
-        return self.to(dtypes.float32)
-
-    def double(self) -> "Tensor":
-        return self.to(dtypes.float64)
-
-    def long(self) -> "Tensor":
-        return self.to(dtypes.int64)
-
-    def bool(self) -> "Tensor":
-        return self.to(dtypes.bool_)
-
-    def type(self, dtype: Any = None) -> Any:
-        return str(self.dtype) if dtype is None else self.to(dtypes.get_dtype(dtype))
 
     # -- autograd ----------------------------------------------------------------
     @property
@@ -400,9 +372,6 @@ class Tensor(InPlaceMethods):
             self._accumulate_node = AccumulateGrad(self)
         return self._accumulate_node
 
-    def __setitem__(self, index: Any, value: Any) -> None:
-        from .ops.indexing import setitem
-        setitem(self, index, value)
 
 
 # autograd.function needs the Tensor class but is imported before it exists (this
@@ -433,5 +402,3 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         t.requires_grad_(True)
     return t
 
-
-from . import tensor_methods  # noqa: E402,F401  (attaches the math methods to Tensor)

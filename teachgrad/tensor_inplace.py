@@ -5,26 +5,30 @@ new tensor. That is what an optimizer step wants (no new arrays for every
 weight), and it is also why autograd restricts it: a leaf that requires grad
 may only be changed under ``tg.no_grad()``, and every change bumps the tensor's
 version counter, so a backward that saved the old values notices and refuses.
+
+The methods are written as a class body for reading, and attached to ``Tensor``
+at the end (this module sits above :mod:`teachgrad.ops`, which it uses; the
+``Tensor`` class itself imports neither).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from . import dtypes
 from .autograd import function, grad_mode
+from .creation import no_generator, zeros
 from .device import common_device
 from .dtypes import DType
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .tensor import Tensor
+from .ops import functional as F
+from .ops.dispatch import as_tensor_like, broadcast_shapes, prepare_binary, scaled
+from .random import normal_array, uniform_array
+from .tensor import Tensor
 
 
 class InPlaceMethods:
-    """Mixed into ``Tensor``; every method checks the autograd rules before it writes."""
-
-    __slots__ = ()
+    """Attached to ``Tensor``; every method checks the autograd rules before it writes."""
 
     def _check_writable(self) -> None:
         """An expand()ed view repeats one element: writing through it is ambiguous."""
@@ -111,14 +115,12 @@ class InPlaceMethods:
 
     def copy_(self, src: "Tensor") -> "Tensor":
         """Copy ``src``'s values into this tensor (broadcasting, converting dtype and device)."""
-        from .ops.dispatch import as_tensor_like
         if self._records(src):  # the copy joins the graph: gradients flow back to src
             shape = tuple(self.shape)
             return self._record_inplace(lambda old: _overwrite(
                 old, as_tensor_like(src, self).to(self.device, self.dtype).expand(shape)))
         src = as_tensor_like(src, self).detach().to(self.device, self.dtype)
         src_shape = tuple(src.shape)
-        from .ops.dispatch import broadcast_shapes
         if broadcast_shapes(tuple(self.shape), src_shape, "copy_") != tuple(self.shape):
             raise RuntimeError(f"copy_: cannot broadcast {list(src_shape)} into {list(self.shape)}")
         self._backend.setitem(self._array, (Ellipsis,), src._array)
@@ -137,10 +139,7 @@ class InPlaceMethods:
 
     def _inplace_binary(self, op: str, other: Any) -> "Tensor":
         """``self = self op other``, written straight into this tensor's storage."""
-        from .ops.dispatch import broadcast_shapes, prepare_binary
-
         if self._records(other):
-            from .ops import functional as F
             return self._record_inplace(lambda old: getattr(F, op)(old, other))
         a, b = prepare_binary(self, other, op, float_result=op == "div")  # checks operands
         if isinstance(b, function.Tensor):
@@ -182,11 +181,9 @@ class InPlaceMethods:
         return self._inplace_binary("div", other)
 
     def add_(self, other: Any, alpha: float = 1) -> "Tensor":
-        from .ops.dispatch import scaled
         return self._inplace_binary("add", scaled(self, other, alpha))
 
     def sub_(self, other: Any, alpha: float = 1) -> "Tensor":
-        from .ops.dispatch import scaled
         return self._inplace_binary("sub", scaled(self, other, alpha))
 
     def mul_(self, other: Any) -> "Tensor":
@@ -201,15 +198,11 @@ class InPlaceMethods:
         return self._inplace(self.clamp(min, max))
 
     def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> "Tensor":
-        from .creation import no_generator
-        from .random import uniform_array
         no_generator("uniform_", generator)
         self._check_inplace()
         return self._fill_from_host(uniform_array(tuple(self.shape), a, b, self.dtype))
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> "Tensor":
-        from .creation import no_generator
-        from .random import normal_array
         no_generator("normal_", generator)
         self._check_inplace()
         return self._fill_from_host(normal_array(tuple(self.shape), mean, std, self.dtype))
@@ -224,7 +217,10 @@ class InPlaceMethods:
 def _overwrite(old: "Tensor", new: Any) -> "Tensor":
     """``new`` in ``old``'s shape, still linked to ``old`` in the graph with a zero gradient
     (as PyTorch's copy_ and fill_ are: the old values were read by nothing)."""
-    from .creation import zeros
-    from .ops import functional as F
     keep_old = zeros(tuple(old.shape), dtype=dtypes.bool_, device=old.device)  # all False
     return F.where(keep_old, old, new)
+
+
+for _name, _member in vars(InPlaceMethods).items():
+    if not _name.startswith("__") or _name in ("__iadd__", "__isub__", "__imul__", "__itruediv__"):
+        setattr(Tensor, _name, _member)

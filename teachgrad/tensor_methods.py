@@ -1,14 +1,21 @@
-"""Tensor methods and operators, each one a function from :mod:`teachgrad.ops.functional`.
+"""Tensor methods and operators, each one a function from :mod:`teachgrad.ops`.
 
-Kept apart from ``tensor.py`` so the class itself stays short: ``x.exp()`` is
-``ops.functional.exp(x)``, ``x + y`` is ``ops.functional.add(x, y)``.
+Kept apart from ``tensor.py`` so the class itself stays short, and so that imports
+point one way: :mod:`teachgrad.ops` imports ``Tensor``, and this module, above both,
+attaches the operations to the class. ``x.exp()`` is ``ops.functional.exp(x)``,
+``x + y`` is ``ops.functional.add(x, y)``, ``x.to("cuda")`` is ``ops.convert.to``.
+Importing it also attaches the in-place methods (``tensor_inplace.py``).
 """
 from __future__ import annotations
 
 from typing import Any
 
+from . import dtypes, tensor_inplace  # noqa: F401  (tensor_inplace attaches add_, copy_, ...)
 from .autograd import lean
+from .device import Device, as_device
 from .ops import elementwise as ew, functional as F
+from .ops.convert import to as _convert
+from .ops.indexing import setitem as _setitem
 from .tensor import Tensor
 
 
@@ -88,3 +95,60 @@ Tensor.view_as = _view_as
 Tensor.reshape_as = _reshape_as
 Tensor.T = property(lambda self: F.permute(self, tuple(reversed(range(self.ndim)))))
 Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
+
+
+# -- moving and converting ---------------------------------------------------------------
+
+def _to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None,
+        copy: bool = False) -> Tensor:
+    """``t.to("cuda")``, ``t.to(tg.float64)``, ``t.to("cpu", tg.float32)``: differentiable."""
+    for a in args:
+        if isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, (str, Device)):
+            device = a
+        else:
+            dtype = a
+    return _convert(self, device=None if device is None else as_device(device),
+                    dtype=None if dtype is None else dtypes.get_dtype(dtype), copy=copy)
+
+
+def _type(self: Tensor, dtype: Any = None) -> Any:
+    return str(self.dtype) if dtype is None else self.to(dtypes.get_dtype(dtype))
+
+
+def _setitem_method(self: Tensor, index: Any, value: Any) -> None:
+    _setitem(self, index, value)
+
+
+def _cpu(self: Tensor) -> Tensor:
+    return self.to("cpu")
+
+
+def _cuda(self: Tensor) -> Tensor:
+    return self.to("cuda")
+
+
+def _float(self: Tensor) -> Tensor:
+    return self.to(dtypes.float32)
+
+
+def _double(self: Tensor) -> Tensor:
+    return self.to(dtypes.float64)
+
+
+def _long(self: Tensor) -> Tensor:
+    return self.to(dtypes.int64)
+
+
+def _bool(self: Tensor) -> Tensor:
+    return self.to(dtypes.bool_)
+
+
+for _name, _fn in (("to", _to), ("type", _type), ("__setitem__", _setitem_method),
+                   ("cpu", _cpu), ("cuda", _cuda), ("float", _float), ("double", _double),
+                   ("long", _long), ("bool", _bool)):
+    # named as methods of Tensor, in tracebacks and in the stream records (co_qualname)
+    _fn.__name__, _fn.__qualname__ = _name, f"Tensor.{_name}"
+    _fn.__code__ = _fn.__code__.replace(co_name=_name, co_qualname=f"Tensor.{_name}")
+    setattr(Tensor, _name, _fn)

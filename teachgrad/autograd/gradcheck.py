@@ -17,7 +17,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import grad_mode
+from ..backends import get_backend
+from . import function, grad_mode
 
 
 class GradcheckError(RuntimeError):
@@ -29,15 +30,21 @@ def _as_tuple(x: Any) -> tuple:
 
 
 def _float_outputs(outputs: tuple) -> list[int]:
-    from ..tensor import Tensor
-    return [i for i, o in enumerate(outputs) if isinstance(o, Tensor) and o.dtype.is_floating_point]
+    return [i for i, o in enumerate(outputs)
+            if isinstance(o, function.Tensor) and o.dtype.is_floating_point]
+
+
+def _tensor_like(values: np.ndarray, like: Any) -> Any:
+    """A new tensor holding ``values`` with ``like``'s dtype and device (``tg.tensor``'s work,
+    done here with the Tensor class the engine was given: autograd sits below ``tensor``)."""
+    backend = get_backend(like.device.type)
+    array = np.asarray(values, dtype=like.dtype.numpy, order="C")
+    return function.Tensor._make(backend.from_numpy(array), backend, like.device)
 
 
 def _replace(inputs: tuple, i: int, values: np.ndarray) -> tuple:
     """The inputs with input ``i`` replaced by a fresh tensor holding ``values``."""
-    from ..tensor import tensor
-    old = inputs[i]
-    new = tensor(values, dtype=old.dtype, device=old.device)
+    new = _tensor_like(values, inputs[i])
     return inputs[:i] + (new,) + inputs[i + 1:]
 
 
@@ -63,8 +70,6 @@ def numerical_jacobian(fn: Callable, inputs: tuple, i: int, out: int, eps: float
 def analytical_jacobian(fn: Callable, inputs: tuple, wanted: Sequence[int],
                         out: int) -> dict[int, np.ndarray]:
     """d output[out] / d input[i] for each ``i`` in ``wanted``, one backward per output element."""
-    from ..tensor import tensor
-
     output = _as_tuple(fn(*inputs))[out]
     n_out = output.numel()
     rows: dict[int, list] = {i: [] for i in wanted}
@@ -74,7 +79,7 @@ def analytical_jacobian(fn: Callable, inputs: tuple, wanted: Sequence[int],
         if output.requires_grad:
             seed = np.zeros(n_out)
             seed[k] = 1.0
-            seed_t = tensor(seed.reshape(tuple(output.shape)), dtype=output.dtype, device=output.device)
+            seed_t = _tensor_like(seed.reshape(tuple(output.shape)), output)
             output.backward(seed_t, retain_graph=True)
         for i in wanted:
             g = inputs[i].grad
@@ -105,10 +110,8 @@ def gradcheck(
     Returns:
         True when every Jacobian agrees. The inputs' ``.grad`` are left as they were.
     """
-    from ..tensor import Tensor
-
     inputs = _as_tuple(inputs)
-    wanted = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    wanted = [i for i, t in enumerate(inputs) if isinstance(t, function.Tensor) and t.requires_grad]
     if not wanted:
         raise ValueError("gradcheck expects at least one input tensor with requires_grad=True")
     for i in wanted:
