@@ -195,6 +195,25 @@ def test_formulas_on_arrays_give_exactly_the_tensor_formulas_gradients(name, dty
         np.testing.assert_array_equal(g.numpy(), w.numpy())
 
 
+def test_formulas_on_arrays_with_several_roots_one_above_the_other():
+    """A root's own gradient (a tensor) meets gradients kept as arrays from another root."""
+    def run(arrays):
+        previous = NumpyBackend.array_arithmetic
+        NumpyBackend.array_arithmetic = arrays
+        try:
+            x = tg.tensor([0.5, -1.0, 2.0], dtype=tg.float64, requires_grad=True)
+            y = x * 3
+            z = (y * 2).tanh() * y
+            tg.autograd.backward([y, z], [tg.tensor([1.0, 2.0, 3.0], dtype=tg.float64),
+                                          tg.tensor([0.5, 0.25, -1.0], dtype=tg.float64)])
+            assert y.grad_fn.on_arrays is arrays
+        finally:
+            NumpyBackend.array_arithmetic = previous
+        return x.grad.numpy()
+
+    np.testing.assert_array_equal(run(True), run(False))
+
+
 def test_formulas_on_arrays_pass_a_float64_gradcheck():
     rng = np.random.default_rng(3)
     for graph, shapes in GRAPHS.values():

@@ -255,6 +255,8 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
                     if held is None:
                         buf[nr] = g
                     else:  # (numpy gives a 0-d sum as a scalar: asarray keeps an array)
+                        if type(held) is not ndarray:  # (a root's own gradient, a tensor)
+                            held = held._array
                         held = add(held, g)
                         buf[nr] = held if type(held) is ndarray else asarray(held)
                 else:
