@@ -99,6 +99,30 @@ def test_recorded_plain_operands_still_leave_every_node():
     assert ok
 
 
+def test_the_plain_recorder_builds_the_node_the_full_path_builds():
+    """``function.apply_plain`` writes a Node's fields out: the same fields as ``_apply``."""
+    from teachgrad.autograd.function import Node
+    from teachgrad.ops.elementwise import Add, Sub, Tanh
+
+    x = tg.tensor([0.5, -1.0], requires_grad=True)
+    w = (x * 2).detach().requires_grad_() * 1.0  # made by a node: an edge to its grad_fn
+    c = tg.tensor([3.0, 4.0])  # no gradient, small: a constant the graph view shows
+    cases = [(Mul, (x, w)), (Mul, (x, 0.5)), (Sub, (1.0, x)), (Add, (w, c)), (Tanh, (w,))]
+    for fn, args in cases:
+        like = next(a for a in args if isinstance(a, tg.Tensor) and a.requires_grad)
+        lean, full = function.apply_plain(fn, args, like).grad_fn, fn._apply(*args).grad_fn
+        for field in Node.__slots__:
+            if field in ("ctx", "sequence", "__weakref__"):
+                continue
+            got, want = getattr(lean, field), getattr(full, field)
+            if field in ("constants", "output_values"):
+                assert repr(got) == repr(want), (fn.__name__, field)
+            else:
+                assert got == want, (fn.__name__, field, got, want)
+        assert lean.ctx.needs_input_grad == full.ctx.needs_input_grad
+        assert type(lean.ctx) is type(full.ctx)
+
+
 def test_backward_without_records_runs_the_same_steps_as_the_stepper():
     def chain(y0, w):
         y = y0

@@ -247,8 +247,7 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
             if records:
                 accumulated.append(g is not None and buf[nr] is not None)
             if g is not None:
-                if keep_arrays and nxt.on_arrays and not nxt._pre_hooks and (
-                        type(nxt) is Node or nxt.variable._backend.array_arithmetic):
+                if keep_arrays and nxt.on_arrays and not nxt._pre_hooks:
                     if type(g) is not ndarray:  # (a tensor from a formula run on tensors)
                         g = g._array
                     held = buf[nr]
@@ -297,10 +296,8 @@ def _tensor_for(node: Any, nr: int, g: Any) -> "Tensor":
     arrays, or a leaf) as a tensor: the node's backend and device, or the leaf's."""
     if type(node) is AccumulateGrad:
         leaf = node.variable
-        return function.Tensor._make(g if type(g) is ndarray else asarray(g), leaf._backend,
-                                     leaf.device)
-    device = node.output_meta[nr][2]
-    return function.Tensor._make(g if type(g) is ndarray else asarray(g), node.ctx.backend, device)
+        return function.Tensor._make(g, leaf._backend, leaf.device)
+    return function.Tensor._make(g, node.ctx.backend, node.output_meta[nr][2])
 
 
 def _as_tensors(node: Any, grads: list) -> list:

@@ -199,8 +199,6 @@ class AccumulateGrad:
     next_functions: tuple = ()
     num_outputs = 1
     rule = "leaf.grad += incoming grad"
-    #: The engine may hand it a gradient as a backend array (its add is one backend call).
-    on_arrays = True
 
     def __init__(self, variable: "Tensor") -> None:
         self.variable = variable
@@ -209,6 +207,12 @@ class AccumulateGrad:
         self.sequence = float("inf")  # leaves take their gradient as soon as it is ready
 
     pre_hooks = Node.pre_hooks
+
+    @property
+    def on_arrays(self) -> bool:
+        """Whether the engine may hand it a gradient as a numpy array: when the leaf's
+        backend computes on numpy arrays itself (its add is then one backend call)."""
+        return self.variable._backend.array_arithmetic
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -312,14 +316,8 @@ class Function(metaclass=_FunctionMeta):
                         one_dtype = False
                 needs.append(a.requires_grad)
                 if recording:
-                    if a.grad_fn is not None:
-                        edges.append((a.grad_fn, a._output_nr))
-                    elif a.requires_grad:
-                        edges.append((a._accumulator(), 0))
-                    else:
-                        if math.prod(a._array.shape) <= SMALL_OUTPUT:
-                            constants.append((len(edges), a._array))
-                        edges.append(_NO_EDGE)
+                    constants += _constant(len(edges), a)
+                    edges.append(_edge(a))
                     metas.append((a._array.shape, a.dtype, device))
             else:
                 needs.append(False)

@@ -54,11 +54,10 @@ _ONE = {np.dtype(t): np.ones((), t) for t in (np.float16, np.float32, np.float64
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     # e = e^-|x| never overflows: 1/(1+e) is the answer for x >= 0, e/(1+e) for x < 0
     # (computing 1/(1+e^-x) straight would overflow e^-x for x below about -88 in float32)
+    if x.ndim == 0:  # (numpy makes 0-d results scalars, and out= needs an array)
+        return _sigmoid(x.reshape(1)).reshape(())
     e = np.exp(np.minimum(x, np.negative(x)))
-    one = _ONE.get(x.dtype)
-    if x.ndim == 0 or one is None:  # (numpy makes 0-d results scalars: no out= for them)
-        return _array(np.where(x >= 0, 1, e) / (1 + e))
-    d = np.add(e, one)
+    d = np.add(e, _ONE.get(x.dtype, 1))
     out = np.reciprocal(d)
     np.divide(e, d, out=out, where=np.signbit(x))  # the x < 0 entries (and -0.0: the same)
     return out

@@ -28,7 +28,7 @@ class Softmax(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
-        s = Tensor._make(ctx.out, ctx.backend, grad.device)
+        s = ctx.output
         return s * (grad - (grad * s).sum(dim=ctx.dim, keepdim=True)), None
 
 
@@ -45,5 +45,5 @@ class LogSoftmax(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
-        softmax = Tensor._make(ctx.out, ctx.backend, grad.device).exp()
+        softmax = ctx.output.exp()
         return grad - softmax * grad.sum(dim=ctx.dim, keepdim=True), None

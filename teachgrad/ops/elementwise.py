@@ -102,7 +102,7 @@ class Pow(Function):
             else:
                 da = zero if b == 0 else grad * b * a ** (b - 1)
         if ctx.needs_input_grad[1]:
-            out = Tensor._make(ctx.out, ctx.backend, grad.device)
+            out = ctx.output
             if isinstance(a, Tensor):
                 # at a = 0 with b >= 0, aᵇ·ln a is 0·(−inf): PyTorch takes the limit, 0
                 flat = ((a == 0).long() * (b >= 0).long()) > 0

@@ -67,7 +67,7 @@ class Amax(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         (a,) = ctx.saved_tensors
-        best = Tensor._make(ctx.out, ctx.backend, a.device)
+        best = ctx.output
         if not ctx.keepdim:
             best = best.reshape(_kept_shape(ctx.shape, ctx.axes))
         winners = (a == best).to(grad.dtype)
