@@ -356,11 +356,17 @@ def test_numba_ufuncs_match_numpy_on_any_layout(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (0,), (4099,)])
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (0,), (4099,), (300, 250), "strided"])
 def test_numpy_sigmoid_is_the_two_branch_formula_exactly(dtype, shape):
-    """1/(1+e^-|x|) for x >= 0 and e^-|x|/(1+e^-|x|) below, bit for bit, never overflowing."""
+    """1/(1+e^-|x|) for x >= 0 and e^-|x|/(1+e^-|x|) below, bit for bit, never overflowing
+    (small arrays in fresh temporaries, large ones, (300, 250), in one buffer; a strided
+    view of a large array too)."""
     rng = np.random.default_rng(len(shape))
-    x = np.asarray(rng.standard_normal(shape) * 40).astype(dtype)
+    if shape == "strided":
+        x = (rng.standard_normal((500, 302)) * 40).astype(dtype)[::2, 1:].T
+        assert not x.flags.c_contiguous and x.nbytes > 1 << 16
+    else:
+        x = np.asarray(rng.standard_normal(shape) * 40).astype(dtype)
     if x.size >= 6:
         x.flat[:6] = [0.0, -0.0, np.inf, -np.inf, np.nan, -1e4]
     e = np.exp(-np.abs(x))

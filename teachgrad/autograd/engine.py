@@ -395,17 +395,24 @@ def _formula_on_arrays(node: Node, grads: list, keep_arrays: bool) -> list:
     edges = node.next_functions
     if len(out) != len(edges):
         out = _trim(node, out)
-    checked = []
-    for i, (g, (receiver, _), meta) in enumerate(zip(out, edges, node.input_meta)):
-        if g is None or receiver is None:
-            checked.append(None)  # no gradient, or nobody takes it
-        elif type(g) is ndarray and g.shape == meta[0] and g.dtype is meta[1].numpy:
-            checked.append(g if keep_arrays else function.Tensor._make(g, ctx.backend, meta[2]))
-        else:  # a scalar, a broadcast shape or another dtype: as a tensor, checked as usual
-            if not isinstance(g, function.Tensor):
-                g = function.Tensor._make(asarray(g), ctx.backend, ctx.device)
-            g = _validate(node, i, g)
-            checked.append(g._array if keep_arrays else g)
+    checked = list(out)
+    metas = node.input_meta
+    i = 0
+    for g in out:
+        if g is not None:
+            if edges[i][0] is None:
+                checked[i] = None  # nobody takes this gradient
+            else:
+                shape, dtype, device = metas[i]
+                if type(g) is ndarray and g.shape == shape and g.dtype is dtype.numpy:
+                    if not keep_arrays:
+                        checked[i] = function.Tensor._make(g, ctx.backend, device)
+                else:  # a scalar, a broadcast shape or another dtype: a tensor, checked as usual
+                    if not isinstance(g, function.Tensor):
+                        g = function.Tensor._make(asarray(g), ctx.backend, ctx.device)
+                    g = _validate(node, i, g)
+                    checked[i] = g._array if keep_arrays else g
+        i += 1
     return checked
 
 

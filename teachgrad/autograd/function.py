@@ -9,7 +9,6 @@ of the inputs. That node is the tensor's ``grad_fn``.
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any, Callable
 
 from ..backends import get_backend
@@ -67,17 +66,39 @@ class Context:
         if not self._recording:
             return  # nothing will run backward on this operation
         self._saved = tensors
-        versions = []  # (a loop, not a comprehension: no frame to make for two tensors)
-        for t in tensors:
-            versions.append(t._version_counter[0] if isinstance(t, Tensor) else None)
-        self._saved_versions = versions
+        if len(tensors) == 2:  # (the commonest case, written out: it runs for most operations)
+            a, b = tensors
+            self._saved_versions = (a._version_counter[0] if isinstance(a, Tensor) else None,
+                                    b._version_counter[0] if isinstance(b, Tensor) else None)
+        else:
+            self._saved_versions = tuple([t._version_counter[0] if isinstance(t, Tensor) else None
+                                          for t in tensors])
 
     @property
     def saved_tensors(self) -> tuple:
         saved = self._saved
         if saved is None:
             raise RuntimeError(FREED_GRAPH_MESSAGE)
-        for i, v in enumerate(self._saved_versions):
+        versions = self._saved_versions
+        if len(saved) == 2:  # (the commonest case, written out: it runs for most backwards)
+            a, b = saved
+            va, vb = versions
+            if (va is not None and a._version_counter[0] != va) or (
+                    vb is not None and b._version_counter[0] != vb):
+                self._changed_in_place(saved, versions)
+            if self._arrays:
+                return (a._array if isinstance(a, Tensor) else a,
+                        b._array if isinstance(b, Tensor) else b)
+            return saved
+        self._changed_in_place(saved, versions)
+        if self._arrays:
+            return tuple([t._array if isinstance(t, Tensor) else t for t in saved])
+        return saved
+
+    @staticmethod
+    def _changed_in_place(saved: tuple, versions: tuple) -> None:
+        """The error for a saved tensor changed in place since it was saved, if there is one."""
+        for i, v in enumerate(versions):
             if v is not None and saved[i]._version_counter[0] != v:
                 t = saved[i]
                 raise RuntimeError(
@@ -86,9 +107,6 @@ class Context:
                     f"(its version is {t._version}, expected {v}). Fix: use an out-of-place "
                     "operation (x = x + 1 instead of x += 1), or .clone() it first."
                 )
-        if self._arrays:
-            return tuple([t._array if isinstance(t, Tensor) else t for t in saved])
-        return saved
 
     @property
     def out(self) -> Any:
@@ -161,7 +179,7 @@ class Node:
             o = outputs[0]
             self.output_meta = ((o._array.shape, o.dtype, o.device),)
             # small outputs keep their values for the graph view
-            self.output_values = (o._array if math.prod(o._array.shape) <= SMALL_OUTPUT else None,)
+            self.output_values = (o._array if o._array.size <= SMALL_OUTPUT else None,)
         else:
             self.output_meta = tuple([_meta(o) for o in outputs])
             self.output_values = tuple([_small_values(o) for o in outputs])
@@ -397,12 +415,13 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     else:
         node.next_functions = (_edge(a), _edge(b))
         node.input_meta = (None if type(a) is float else meta, None if type(b) is float else meta)
-        node.constants = _constant(0, a) + _constant(1, b)
+        # (an operand that needs a gradient is no constant: two of them, nothing to look at)
+        node.constants = () if needs[0] and needs[1] else _constant(0, a) + _constant(1, b)
     node.function = cls
     node.ctx = ctx
     node.num_outputs = 1
     node.output_meta = (meta,)
-    node.output_values = (array if math.prod(array.shape) <= SMALL_OUTPUT else None,)
+    node.output_values = (array if array.size <= SMALL_OUTPUT else None,)
     node.sequence = next(_sequence)
     node._pre_hooks = None
     node.module_path = module_path
@@ -419,7 +438,7 @@ def _constant(i: int, a: Any) -> tuple:
     a small tensor that needs no gradient) for the graph view to show, else ``()``."""
     if type(a) is float:
         return ((i, a),)
-    if not a.requires_grad and math.prod(a._array.shape) <= SMALL_OUTPUT:
+    if not a.requires_grad and a._array.size <= SMALL_OUTPUT:
         return ((i, a._array),)
     return ()
 

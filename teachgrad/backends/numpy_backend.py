@@ -47,20 +47,34 @@ def _array(x: Array) -> np.ndarray:
     return x if type(x) is np.ndarray else np.asarray(x)
 
 
-#: 1 as a 0-d array of each float dtype (adding an array is quicker than a Python 1.0)
+#: 1 and 0 as 0-d arrays of each float dtype (an array operand is quicker than a Python number)
 _ONE = {np.dtype(t): np.ones((), t) for t in (np.float16, np.float32, np.float64)}
+_ZERO = {np.dtype(t): np.zeros((), t) for t in (np.float16, np.float32, np.float64)}
+#: Above this many bytes the sigmoid works in one buffer: fresh temporaries that large cost
+#: page faults each time. Below it numpy's ``out=`` costs more than the arithmetic it saves.
+_SIGMOID_IN_PLACE = 1 << 16
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    # e = e^-|x| never overflows: 1/(1+e) is the answer for x >= 0, e/(1+e) for x < 0
-    # (computing 1/(1+e^-x) straight would overflow e^-x for x below about -88 in float32)
-    if x.ndim == 0:  # (numpy makes 0-d results scalars, and out= needs an array)
-        return _sigmoid(x.reshape(1)).reshape(())
-    e = np.exp(np.minimum(x, np.negative(x)))
-    d = np.add(e, _ONE.get(x.dtype, 1))
-    out = np.reciprocal(d)
-    np.divide(e, d, out=out, where=np.signbit(x))  # the x < 0 entries (and -0.0: the same)
-    return out
+    # 1/(1+e^-x) straight would overflow e^-x for x below about -88 in float32. With
+    # e = e^-|x|, which never exceeds 1: sigmoid(x) = 1/(1+e) for x >= 0 and e/(1+e) for
+    # x < 0, that is max(e, s) / (1+e) with s = sign(x) or [x >= 0] (for x > 0 the max is
+    # 1, as e <= 1; for x < 0 it is e; at x = ±0, e is 1). So every element takes the same
+    # few whole-array passes: a masked ufunc (out=..., where=...) or np.where that picks a
+    # branch per element is many times slower.
+    one = _ONE.get(x.dtype, 1)
+    if x.nbytes <= _SIGMOID_IN_PLACE:
+        e = np.exp(np.minimum(x, np.negative(x)))
+        return _array(np.divide(np.maximum(e, np.sign(x)), np.add(e, one)))
+    t = np.negative(x)
+    np.minimum(x, t, out=t)
+    np.exp(t, out=t)                                                      # e
+    d = np.add(t, one)                                                    # 1 + e
+    np.maximum(t, np.greater_equal(x, _ZERO.get(x.dtype, 0)), out=t)      # the numerator
+    return np.divide(t, d, out=t)
+
+
+_UNARY["sigmoid"] = _sigmoid  # (a formula of several ufuncs, looked up as they are)
 
 
 class NumpyBackend(Backend):
@@ -84,8 +98,6 @@ class NumpyBackend(Backend):
         if fn is not None:
             out = fn(x)
             return out if type(out) is np.ndarray else np.asarray(out)
-        if op == "sigmoid":
-            return _sigmoid(x)
         if op == "relu":
             return _array(np.maximum(x, 0).astype(x.dtype, copy=False))
         if op == "step":
