@@ -24,8 +24,9 @@ from .dtypes import (  # noqa: E402
     bool_ as bool, float32, float64, get_default_dtype, int64, set_default_dtype,
 )
 from .ops.functional import (  # noqa: E402
-    abs, add, all, amax, amin, any, argmax, argmin, bmm, cat, clamp, clip, clone, cos, div, eq,
-    exp, expand, flatten, ge, gt, le, log, log_softmax, lt, matmul, max, maximum, mean, min,
+    abs, add, addcdiv, addcmul, all, amax, amin, any, argmax, argmin, bmm, cat, clamp, clip, clone,
+    cos, div, eq, exp, expand, flatten, ge, gt, le, lerp, log, log_softmax, lt, matmul, max,
+    maximum, mean, min,
     minimum, mm, mul, ne, neg, permute, pow, relu, reshape, sigmoid, sign, sin, softmax, sqrt,
     squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where,
 )

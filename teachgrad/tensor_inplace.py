@@ -192,6 +192,46 @@ class InPlaceMethods:
     def div_(self, other: Any) -> "Tensor":
         return self._inplace_binary("div", other)
 
+    # Two operations in one call, as PyTorch has them: an optimizer's update in the fewest
+    # passes over memory. Each makes one new array (the product, quotient or difference)
+    # and writes everything else into storage that exists already.
+    def addcmul_(self, tensor1: Any, tensor2: Any, *, value: float = 1) -> "Tensor":
+        """``self += value * tensor1 * tensor2`` (Adam's ``v.mul_(β2).addcmul_(g, g, value=1-β2)``)."""
+        F._check_pointwise("addcmul_", {"tensor1": tensor1, "tensor2": tensor2}, {"value": value})
+        return self._add_scaled(F.mul(tensor1, tensor2), value)
+
+    def addcdiv_(self, tensor1: Any, tensor2: Any, *, value: float = 1) -> "Tensor":
+        """``self += value * tensor1 / tensor2`` (Adam's ``θ.addcdiv_(m, denominator, value=-lr)``)."""
+        F._check_pointwise("addcdiv_", {"tensor1": tensor1, "tensor2": tensor2}, {"value": value})
+        F._check_true_division("addcdiv_", tensor1, tensor2)
+        return self._add_scaled(F.div(tensor1, tensor2), value)
+
+    def _add_scaled(self, new: "Tensor", value: float) -> "Tensor":
+        """``self += value * new``, where ``new`` is a fresh tensor nobody else holds (so
+        scaling it in place, when it is float and needs no gradient, changes nothing else)."""
+        if value != 1:
+            if new.dtype.is_floating_point and not new.requires_grad:
+                new.mul_(value)
+            else:
+                new = new * value
+        return self.add_(new)
+
+    def lerp_(self, end: Any, weight: Any) -> "Tensor":
+        """``self += weight * (end - self)``: move toward ``end`` (Adam's first moment is
+        ``m.lerp_(g, 1 - β1)``, that is ``β1·m + (1 - β1)·g``). See :func:`teachgrad.lerp`."""
+        F._check_lerp("lerp_", self, end, weight)
+        per_element = isinstance(weight, function.Tensor)
+        if self._records(end) or (per_element and self._records(weight)):
+            return self._record_inplace(lambda old: F.lerp(old, end, weight))
+        if per_element:  # (a weight per element: lerp's formula, then one copy)
+            return self._inplace(F.lerp(self, end, weight))
+        weight = F._in_dtype(weight, self.dtype)
+        diff = end - self  # the one new array
+        self._check_inplace_result(tuple(diff.shape), self.dtype)  # (end may not widen self)
+        if abs(weight) < 0.5:
+            return self.add_(diff.mul_(weight))
+        return self.copy_(diff.mul_(weight - 1).add_(end))  # end - (1 - weight) * diff
+
     def clamp_(self, min: Any = None, max: Any = None) -> "Tensor":
         if self._records(min) or self._records(max):
             return self._record_inplace(lambda old: old.clamp(min, max))

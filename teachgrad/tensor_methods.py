@@ -34,6 +34,7 @@ _METHODS = {
     # math
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg,
     "abs": F.abs, "relu": F.relu, "sign": F.sign,
+    "addcmul": F.addcmul, "addcdiv": F.addcdiv, "lerp": F.lerp,
     "maximum": F.maximum, "minimum": F.minimum, "clamp": F.clamp, "clip": F.clamp,
     "eq": F.eq, "ne": F.ne, "lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge,
     # reductions

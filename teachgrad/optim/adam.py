@@ -67,8 +67,11 @@ class Adam(Optimizer):
                 grad = grad + weight_decay * param
 
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-        exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+        # m ← β1·m + (1 − β1)·g is a step from m toward g: m.lerp_(g, 1 − β1). That, addcmul_
+        # and addcdiv_ below each do two operations in one call, in place, as PyTorch's Adam
+        # does: every new array the size of the weights costs a pass over memory.
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
         # Bias correction: m and v are averages that started at 0, so early on they
         # underestimate; dividing by (1 - beta^t) undoes that.
@@ -80,8 +83,8 @@ class Adam(Optimizer):
             second_moment = max_exp_avg_sq
         else:
             second_moment = exp_avg_sq
-        denominator = second_moment.sqrt() / bias_correction2_sqrt + group["eps"]
-        param.add_(exp_avg / denominator, alpha=-lr / bias_correction1)
+        denominator = second_moment.sqrt().div_(bias_correction2_sqrt).add_(group["eps"])
+        param.addcdiv_(exp_avg, denominator, value=-lr / bias_correction1)  # θ ← θ − lr·m̂/(√v̂ + eps)
 
 
 class AdamW(Adam):

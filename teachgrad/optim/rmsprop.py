@@ -61,18 +61,18 @@ class RMSprop(Optimizer):
             grad = grad + group["weight_decay"] * param
 
         square_avg = state["square_avg"]
-        square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
+        square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)  # v ← α·v + (1 − α)·g²
         if group["centered"]:
             grad_avg = state["grad_avg"]
-            grad_avg.mul_(alpha).add_(grad, alpha=1 - alpha)
+            grad_avg.lerp_(grad, 1 - alpha)  # ḡ ← α·ḡ + (1 − α)·g
             root_mean_square = (square_avg - grad_avg * grad_avg).sqrt()
         else:
             root_mean_square = square_avg.sqrt()
-        denominator = root_mean_square + group["eps"]
+        denominator = root_mean_square.add_(group["eps"])  # (a new tensor: adding in place is safe)
 
         if momentum > 0:
             buffer = state["momentum_buffer"]
-            buffer.mul_(momentum).add_(grad / denominator)
+            buffer.mul_(momentum).addcdiv_(grad, denominator)
             param.add_(buffer, alpha=-group["lr"])
         else:
-            param.add_(grad / denominator, alpha=-group["lr"])
+            param.addcdiv_(grad, denominator, value=-group["lr"])

@@ -1,0 +1,156 @@
+"""addcmul, addcdiv and lerp (out of place, as methods, in place): values against numpy,
+float64 gradient checks, PyTorch's errors, and the optimizers that update with them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import teachgrad as tg
+from teachgrad.autograd import gradcheck
+
+RNG = np.random.default_rng(7)
+A = RNG.standard_normal((3, 4)).astype(np.float32)
+B = RNG.standard_normal((3, 4)).astype(np.float32)
+C = (RNG.uniform(0.5, 2.0, (4,)) * RNG.choice([-1, 1], 4)).astype(np.float32)  # (no zeros)
+
+
+def _t(*arrays, **kwargs):
+    return [tg.tensor(a.copy(), **kwargs) for a in arrays]
+
+
+@pytest.mark.parametrize("value", [1, 0.5, -3.0, 0])
+def test_addcmul_and_addcdiv_against_numpy_with_broadcasting(value):
+    a, b, c = _t(A, B, C)
+    np.testing.assert_allclose(tg.addcmul(a, b, c, value=value).numpy(), A + np.float32(value) * (B * C),
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(a.addcdiv(b, c, value=value).numpy(), A + np.float32(value) * (B / C),
+                               rtol=1e-6, atol=1e-6)
+    # in place: the same values, written into a's own storage, its version bumped
+    storage, version = a._array, a._version
+    a.addcmul_(b, c, value=value)
+    assert a._array is storage and a._version == version + 1
+    np.testing.assert_allclose(a.numpy(), A + np.float32(value) * (B * C), rtol=1e-6, atol=1e-6)
+    a2 = tg.tensor(A.copy())
+    a2.addcdiv_(b, c, value=value)
+    np.testing.assert_allclose(a2.numpy(), A + np.float32(value) * (B / C), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.1, 0.4999, 0.5, 0.9, 1.0, -0.25, 1.5])
+def test_lerp_is_the_two_ended_line_bit_for_bit(weight):
+    """weight < 0.5 (in absolute value): start + w·(end − start); else end − (1 − w)·(end − start),
+    PyTorch's formula (its kernel fuses multiply and add, so it may differ in the last bit),
+    so lerp(start, end, 1) is end exactly."""
+    start, end = _t(A, B)
+    diff = B - A
+    w = np.float32(weight)  # (the weight in the tensors' dtype, then 1 - w in that dtype)
+    want = A + w * diff if abs(weight) < 0.5 else B - diff * (np.float32(1) - w)
+    np.testing.assert_array_equal(tg.lerp(start, end, weight).numpy(), want)
+    np.testing.assert_array_equal(start.lerp(end, weight).numpy(), want)
+    storage = start._array
+    start.lerp_(end, weight)
+    assert start._array is storage
+    np.testing.assert_array_equal(start.numpy(), want)
+
+
+def test_lerp_weight_one_reaches_end_exactly_and_a_tensor_weight_picks_per_element():
+    far = tg.tensor([1e8, 1e8, 3.0])
+    end = tg.tensor([1.0, 1.0, 5.0])
+    assert tg.lerp(far, end, 1.0).tolist() == [1.0, 1.0, 5.0]  # (1e8 + (1 - 1e8) would be 0)
+    weights = tg.tensor([1.0, 0.25, 0.5])
+    got = tg.lerp(far, end, weights).numpy()
+    f, e, w = far.numpy(), end.numpy(), weights.numpy()
+    want = np.where(np.abs(w) < 0.5, f + w * (e - f), e - (e - f) * (1 - w))
+    np.testing.assert_array_equal(got, want)
+    assert got[0] == 1.0
+    in_place = far.clone()
+    in_place.lerp_(end, weights)
+    np.testing.assert_array_equal(in_place.numpy(), want)
+
+
+def test_gradients_of_addcmul_addcdiv_and_lerp_float64():
+    def inputs(*shapes):
+        return [tg.tensor(RNG.standard_normal(s) + 3.0 * (i == 2), dtype=tg.float64,
+                          requires_grad=True) for i, s in enumerate(shapes)]
+    assert gradcheck(lambda x, y, z: tg.addcmul(x, y, z, value=-0.7), inputs((2, 3), (2, 3), (3,)))
+    assert gradcheck(lambda x, y, z: tg.addcdiv(x, y, z, value=1.3), inputs((2, 3), (1, 3), (3,)))
+    assert gradcheck(lambda x, y: tg.lerp(x, y, 0.3), inputs((2, 3), (2, 3)))
+    assert gradcheck(lambda x, y: tg.lerp(x, y, 0.8), inputs((2, 3), (3,)))
+    assert gradcheck(lambda x, y, w: tg.lerp(x, y, w), inputs((2, 3), (2, 3), (2, 3)))
+
+
+def test_in_place_forms_are_recorded_inside_a_graph():
+    def changed(x, y, z):
+        h = x * 1.0  # (not a leaf: in-place changes to it are recorded)
+        h.addcmul_(y, z, value=0.5)
+        h.addcdiv_(y, z + 5.0, value=-2.0)
+        h.lerp_(y, 0.7)
+        h.lerp_(z, 0.2)
+        return h * h
+    xs = [tg.tensor(RNG.standard_normal((2, 3)), dtype=tg.float64, requires_grad=True)
+          for _ in range(3)]
+    assert gradcheck(changed, xs)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda a, b: tg.addcmul(a, b, 2.0), TypeError, "'tensor2' must be a tensor"),
+    (lambda a, b: tg.addcmul(a, b, b, value=True), TypeError, "'value' must be a number"),
+    (lambda a, b: a.addcdiv_(b, b, value="1"), TypeError, "'value' must be a number"),
+    (lambda a, b: tg.addcdiv(a, tg.ones(4, dtype=tg.int64), tg.ones(4, dtype=tg.int64)),
+     RuntimeError, "Integer division with addcdiv"),
+    (lambda a, b: tg.lerp(tg.ones(4, dtype=tg.int64), tg.ones(4, dtype=tg.int64), 0.5),
+     RuntimeError, "expected a floating-point tensor"),
+    (lambda a, b: tg.lerp(a, b.double(), 0.5), RuntimeError, "expected dtype teachgrad.float32 for `end`"),
+    (lambda a, b: a.lerp_(b, "half"), TypeError, "'weight' must be a number"),
+    (lambda a, b: a.lerp_(b, tg.ones(4, dtype=tg.float64)), RuntimeError, "for `weight`"),
+    (lambda a, b: tg.ones(4, dtype=tg.int64).addcmul_(b, b), RuntimeError, "can't be cast"),
+])
+def test_bad_arguments_are_refused_with_pytorchs_errors(call, error, words):
+    a, b = tg.ones(4), tg.full((4,), 2.0)
+    with pytest.raises(error, match=words):
+        call(a, b)
+
+
+@pytest.mark.parametrize("method, args", [
+    ("addcmul_", (tg.ones(3, 4), tg.ones(4))), ("addcdiv_", (tg.ones(3, 4), tg.ones(4))),
+    ("lerp_", (tg.ones(3, 4), 0.25)), ("lerp_", (tg.ones(3, 4), 0.75)),
+])
+def test_in_place_forms_change_nothing_when_the_result_would_widen_the_tensor(method, args):
+    small = tg.tensor([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        getattr(small, method)(*args)
+    assert small.tolist() == [1.0, 2.0, 3.0, 4.0] and small._version == 0
+
+
+def test_a_leaf_that_requires_grad_is_refused_outside_no_grad():
+    w = tg.ones(3, requires_grad=True)
+    for change in (lambda: w.addcmul_(tg.ones(3), tg.ones(3)), lambda: w.lerp_(tg.zeros(3), 0.1),
+                   lambda: w.addcdiv_(tg.ones(3), tg.ones(3))):
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            change()
+    assert w.tolist() == [1.0, 1.0, 1.0]
+    with tg.no_grad():
+        w.lerp_(tg.zeros(3), 0.25)
+    assert w.tolist() == [0.75, 0.75, 0.75]
+
+
+def _adam_numpy(w, grads, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
+    """PyTorch's single-tensor Adam, step by step in float32 numpy (lerp, addcmul, addcdiv)."""
+    m, v = np.zeros_like(w), np.zeros_like(w)
+    b1, b2 = (np.float32(b) for b in betas)
+    for t, g in enumerate(grads, start=1):
+        m = m + np.float32(1 - betas[0]) * (g - m)
+        v = v * b2 + np.float32(1 - betas[1]) * (g * g)
+        denominator = np.sqrt(v) / np.float32(np.sqrt(1 - betas[1] ** t)) + np.float32(eps)
+        w = w + np.float32(-lr / (1 - betas[0] ** t)) * (m / denominator)
+    return w
+
+
+def test_adam_steps_as_pytorchs_single_tensor_adam():
+    w0 = RNG.standard_normal(50).astype(np.float32)
+    grads = [RNG.standard_normal(50).astype(np.float32) for _ in range(5)]
+    w = tg.tensor(w0.copy(), requires_grad=True)
+    opt = tg.optim.Adam([w], lr=1e-2)
+    for g in grads:
+        w.grad = tg.tensor(g)
+        opt.step()
+    np.testing.assert_allclose(w.detach().numpy(), _adam_numpy(w0, grads), rtol=2e-6, atol=1e-7)
