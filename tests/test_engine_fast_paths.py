@@ -375,3 +375,21 @@ def test_numpy_sigmoid_is_the_two_branch_formula_exactly(dtype, shape):
         got = NumpyBackend().unary("sigmoid", x)
     assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("shape", [(), (5,), (2049,), (300, 250), "strided"])
+def test_numpy_relu_is_maximum_with_zero_exactly_on_both_paths(dtype, shape):
+    """Small arrays compare with the number 0, large ones with an array of zeros (numpy's
+    fast loop): the same bits either way, nan kept, -0.0 and -inf to 0."""
+    rng = np.random.default_rng(3)
+    if shape == "strided":
+        x = (rng.standard_normal((400, 300)) * 5).astype(dtype)[::2, 1:].T
+    else:
+        x = np.asarray(rng.standard_normal(shape) * 5).astype(dtype)
+    if x.size >= 5 and np.issubdtype(dtype, np.floating):
+        x.flat[:5] = [-0.0, 0.0, np.nan, -np.inf, np.inf]
+    want = np.maximum(x, 0)
+    got = NumpyBackend().unary("relu", x)
+    assert type(got) is np.ndarray and got.dtype == x.dtype and got.shape == x.shape
+    assert got.tobytes() == want.tobytes()  # (bit for bit, in C order)
