@@ -172,6 +172,21 @@ def test_clamp_and_clip():
         tg.clamp(t(a))
 
 
+@covers("addcmul", "addcdiv", "lerp")
+@pytest.mark.parametrize("dtype", [tg.float32, tg.float64])
+def test_addcmul_addcdiv_and_lerp(dtype):
+    """(tests/test_pointwise_fused.py has their in-place forms, gradients and errors)"""
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    c = rng.uniform(0.5, 2.0, 3)
+    check(tg.addcmul(t(a, dtype), t(b, dtype), t(c, dtype), value=-0.5), a - 0.5 * b * c, dtype,
+          rtol=1e-5)
+    check(t(a, dtype).addcdiv(t(b, dtype), t(c, dtype), value=2), a + 2 * b / c, dtype, rtol=1e-5)
+    check(tg.lerp(t(a, dtype), t(b, dtype), 0.3), a + 0.3 * (b - a), dtype, rtol=1e-5)
+    check(tg.lerp(t(a, dtype), t(b, dtype), 0.75), b - 0.25 * (b - a), dtype, rtol=1e-5)
+    w = rng.uniform(-1, 2, (2, 3))
+    check(t(a, dtype).lerp(t(b, dtype), t(w, dtype)), a + w * (b - a), dtype, rtol=1e-5, atol=1e-6)
+
+
 @covers("where")
 @pytest.mark.parametrize("shapes", BROADCAST_SHAPES)
 def test_where_broadcasts_all_three(shapes):

@@ -222,8 +222,9 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
             grads = _run_pre_hooks(node, _as_tensors(node, grads))
         if type(node) is AccumulateGrad:
             _accumulate(node.variable, grads[0])
-            for hook in list(node.post_hooks):  # e.g. DDP: this gradient is ready to send
-                hook(node.variable)
+            if node.post_hooks:
+                for hook in list(node.post_hooks):  # e.g. DDP: this gradient is ready to send
+                    hook(node.variable)
             yield BackwardStep(index, node, tuple(grads), leaf=node.variable, rule=node.rule,
                                pending=len(heap)) if records else None
             index += 1
@@ -457,7 +458,11 @@ def _accumulate(leaf: "Tensor", grad: Any) -> None:
         array, backend, device = grad._array, grad._backend, grad.device
     held = leaf._grad
     if held is None:
-        leaf.grad = function.Tensor._make(_own_copy(array, backend), backend, device)
+        grad = function.Tensor._make(_own_copy(array, backend), backend, device)
+        if array.shape == leaf._array.shape and grad.dtype is leaf.dtype and device is leaf.device:
+            leaf._grad = grad  # (what the setter would check: already so)
+        else:
+            leaf.grad = grad  # (the setter's error, should the leaf have changed since)
     else:
         held._set_array(held._backend.binary("add", held._array, array))
 
