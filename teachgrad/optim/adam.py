@@ -67,9 +67,9 @@ class Adam(Optimizer):
                 grad = grad + weight_decay * param
 
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        # m ← β1·m + (1 − β1)·g is a step from m toward g: m.lerp_(g, 1 − β1). That, addcmul_
-        # and addcdiv_ below each do two operations in one call, in place, as PyTorch's Adam
-        # does: every new array the size of the weights costs a pass over memory.
+        # m ← β1·m + (1 − β1)·g is a step from m toward g: m.lerp_(g, 1 − β1). lerp_, addcmul_
+        # and addcdiv_ each do two operations in one call, in place, as in PyTorch's Adam
+        # (where each is one pass over memory; on numpy, two or three).
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
