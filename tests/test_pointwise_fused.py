@@ -154,3 +154,56 @@ def test_adam_steps_as_pytorchs_single_tensor_adam():
         w.grad = tg.tensor(g)
         opt.step()
     np.testing.assert_allclose(w.detach().numpy(), _adam_numpy(w0, grads), rtol=2e-6, atol=1e-7)
+
+
+@pytest.fixture(params=["numpy", "numba", "cuda"])
+def where_(request):
+    """(device, cpu backend) for each backend that runs these operations."""
+    from teachgrad.backends import set_cpu_backend
+    if request.param == "numba":
+        set_cpu_backend("numba")
+        yield "cpu"
+        set_cpu_backend("numpy")
+    else:
+        yield "cuda" if request.param == "cuda" else "cpu"
+
+
+def test_every_backend_gives_the_numpy_backends_values(where_):
+    """In place and out of place, on the numba CPU backend and on cuda (the simulator's
+    kernels), against the same calls on numpy arrays; ragged sizes."""
+    a, b = RNG.standard_normal((5, 7)).astype(np.float32), RNG.standard_normal((5, 7)).astype(np.float32)
+    c = RNG.uniform(0.5, 2.0, 7).astype(np.float32)
+
+    def on(device):
+        x, y, z = (tg.tensor(v.copy(), device=device) for v in (a, b, c))
+        out = [tg.addcmul(x, y, z, value=0.3), x.addcdiv(y, z, value=-2.0), tg.lerp(x, y, 0.2),
+               tg.lerp(x, y, 0.9)]
+        x.addcmul_(y, z, value=0.3).addcdiv_(y, z, value=-1.5).lerp_(y, 0.35).lerp_(y, 0.6)
+        return [t.cpu().numpy() for t in out + [x]]
+
+    for got, want in zip(on(where_), _reference_values(a, b, c)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def _reference_values(a, b, c):
+    x, y, z = (v.copy() for v in (a, b, c))
+    w = np.float32
+    out = [x + w(0.3) * (y * z), x + w(-2.0) * (y / z), x + w(0.2) * (y - x),
+           y - (y - x) * (w(1) - w(0.9))]
+    x = x + w(0.3) * (y * z)
+    x = x + w(-1.5) * (y / z)
+    x = x + w(0.35) * (y - x)
+    x = y - (y - x) * (w(1) - w(0.6))
+    return out + [x]
+
+
+def test_adam_on_every_backend_steps_as_on_numpy(where_):
+    w0 = RNG.standard_normal((3, 5)).astype(np.float32)
+    grads = [RNG.standard_normal((3, 5)).astype(np.float32) for _ in range(3)]
+    w = tg.tensor(w0.copy(), device=where_, requires_grad=True)
+    opt = tg.optim.Adam([w], lr=1e-2)
+    for g in grads:
+        w.grad = tg.tensor(g, device=where_)
+        opt.step()
+    np.testing.assert_allclose(w.detach().cpu().numpy(), _adam_numpy(w0, grads), rtol=2e-6,
+                               atol=1e-7)
