@@ -26,9 +26,8 @@ from .dtypes import (  # noqa: E402
 from .ops.functional import (  # noqa: E402
     abs, add, addcdiv, addcmul, all, amax, amin, any, argmax, argmin, bmm, cat, clamp, clip, clone,
     cos, div, eq, exp, expand, flatten, ge, gt, le, lerp, log, log_softmax, lt, matmul, max,
-    maximum, mean, min,
-    minimum, mm, mul, ne, neg, permute, pow, relu, reshape, sigmoid, sign, sin, softmax, sqrt,
-    squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where,
+    maximum, mean, min, minimum, mm, mul, ne, neg, permute, pow, relu, reshape, sigmoid, sign,
+    sin, softmax, sqrt, squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where,
 )
 from .generator import Generator  # noqa: E402
 from .random import manual_seed  # noqa: E402

@@ -192,9 +192,9 @@ class InPlaceMethods:
     def div_(self, other: Any) -> "Tensor":
         return self._inplace_binary("div", other)
 
-    # Two operations in one call, as PyTorch has them: an optimizer's update in the fewest
-    # passes over memory. Each makes one new array (the product, quotient or difference)
-    # and writes everything else into storage that exists already.
+    # Two operations in one call, as PyTorch has them (its optimizers update with these).
+    # Each makes one new array (the product, quotient or difference) and writes everything
+    # else into storage that exists already.
     def addcmul_(self, tensor1: Any, tensor2: Any, *, value: float = 1) -> "Tensor":
         """``self += value * tensor1 * tensor2`` (Adam's ``v.mul_(β2).addcmul_(g, g, value=1-β2)``)."""
         F._check_pointwise("addcmul_", {"tensor1": tensor1, "tensor2": tensor2}, {"value": value})

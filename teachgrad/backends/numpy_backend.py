@@ -74,10 +74,10 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.divide(t, d, out=t)
 
 
-_UNARY["sigmoid"] = _sigmoid
+_UNARY["sigmoid"] = _sigmoid  # (a formula of several ufuncs, looked up as the ufuncs are)
 #: Up to this many elements relu compares with the number 0; beyond, with an array of zeros
 #: (the one allocation costs less than the slow loop from about 2000 elements up).
-_RELU_SCALAR = 2048  # (a formula of several ufuncs, looked up as they are)
+_RELU_SCALAR = 2048
 
 
 class NumpyBackend(Backend):

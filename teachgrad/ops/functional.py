@@ -130,6 +130,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
 
 
 def _check_true_division(name: str, tensor1: Tensor, tensor2: Tensor) -> None:
+    """addcdiv's quotient is a true division: two integer tensors are refused, as in PyTorch."""
     if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
         raise RuntimeError(
             f"Integer division with {name} is not supported (PyTorch dropped it too). "
