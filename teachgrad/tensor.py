@@ -373,7 +373,6 @@ class Tensor:
         return self._accumulate_node
 
 
-
 # autograd.function needs the Tensor class but is imported before it exists (this
 # module imports it), so the class is handed over here, once.
 _function_module.Tensor = Tensor

@@ -22,7 +22,10 @@ from .creation import no_generator, zeros
 from .device import common_device
 from .dtypes import DType
 from .ops import functional as F
-from .ops.dispatch import as_tensor_like, broadcast_shapes, prepare_binary, scaled
+from .ops.dispatch import (
+    as_tensor_like, broadcast_shapes, check_lerp, check_pointwise, check_true_division,
+    number_in_dtype, prepare_binary, scaled,
+)
 from .random import normal_array, uniform_array
 from .tensor import Tensor
 
@@ -197,13 +200,13 @@ class InPlaceMethods:
     # else into storage that exists already.
     def addcmul_(self, tensor1: Any, tensor2: Any, *, value: float = 1) -> "Tensor":
         """``self += value * tensor1 * tensor2`` (Adam's ``v.mul_(β2).addcmul_(g, g, value=1-β2)``)."""
-        F._check_pointwise("addcmul_", {"tensor1": tensor1, "tensor2": tensor2}, {"value": value})
+        check_pointwise("addcmul_", {"tensor1": tensor1, "tensor2": tensor2}, {"value": value})
         return self._add_scaled(F.mul(tensor1, tensor2), value)
 
     def addcdiv_(self, tensor1: Any, tensor2: Any, *, value: float = 1) -> "Tensor":
         """``self += value * tensor1 / tensor2`` (Adam's ``θ.addcdiv_(m, denominator, value=-lr)``)."""
-        F._check_pointwise("addcdiv_", {"tensor1": tensor1, "tensor2": tensor2}, {"value": value})
-        F._check_true_division("addcdiv_", tensor1, tensor2)
+        check_pointwise("addcdiv_", {"tensor1": tensor1, "tensor2": tensor2}, {"value": value})
+        check_true_division("addcdiv_", tensor1, tensor2)
         return self._add_scaled(F.div(tensor1, tensor2), value)
 
     def _add_scaled(self, new: "Tensor", value: float) -> "Tensor":
@@ -219,13 +222,13 @@ class InPlaceMethods:
     def lerp_(self, end: Any, weight: Any) -> "Tensor":
         """``self += weight * (end - self)``: move toward ``end`` (Adam's first moment is
         ``m.lerp_(g, 1 - β1)``, that is ``β1·m + (1 - β1)·g``). See :func:`teachgrad.lerp`."""
-        F._check_lerp("lerp_", self, end, weight)
+        check_lerp("lerp_", self, end, weight)
         per_element = isinstance(weight, function.Tensor)
         if self._records(end) or (per_element and self._records(weight)):
             return self._record_inplace(lambda old: F.lerp(old, end, weight))
         if per_element:  # (a weight per element: lerp's formula, then one copy)
             return self._inplace(F.lerp(self, end, weight))
-        weight = F._in_dtype(weight, self.dtype)
+        weight = number_in_dtype(weight, self.dtype)
         diff = end - self  # the one new array
         self._check_inplace_result(tuple(diff.shape), self.dtype)  # (end may not widen self)
         if abs(weight) < 0.5:

@@ -144,9 +144,6 @@ class Context:
         """With False, backward receives ``None`` instead of zeros for unused outputs."""
         self.materialize_grads = value
 
-    def _free(self) -> None:
-        self._saved = None
-
 
 class Node:
     """One recorded operation in the graph (what ``tensor.grad_fn`` is).

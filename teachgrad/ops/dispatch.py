@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes
+from ..device import common_device
 from ..tensor import Tensor, tensor
 
 Number = (int, float, bool)
@@ -138,3 +139,48 @@ def normalize_dims(dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...
 def require_float(t: Tensor) -> Tensor:
     """Integer/bool tensors become the default float dtype for float-valued ops (exp, log...)."""
     return t if t.dtype.is_floating_point else t.to(dtypes.get_default_dtype())
+
+
+# -- addcmul, addcdiv and lerp (their forms in place check the same) ----------------------
+
+
+def check_pointwise(name: str, tensors: dict[str, Any], numbers: dict[str, Any]) -> None:
+    """The arguments of addcmul, addcdiv and lerp: tensors where tensors are due (PyTorch
+    refuses numbers there too), numbers (not bools) for ``value``."""
+    for what, t in tensors.items():
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}(): argument '{what}' must be a tensor, not "
+                            f"{type(t).__name__}")
+    for what, v in numbers.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"{name}(): argument '{what}' must be a number, not "
+                            f"{type(v).__name__}")
+
+
+def check_true_division(name: str, tensor1: Tensor, tensor2: Tensor) -> None:
+    """addcdiv's quotient is a true division: two integer tensors are refused, as in PyTorch."""
+    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+        raise RuntimeError(
+            f"Integer division with {name} is not supported (PyTorch dropped it too). "
+            f"Fix: make one of the tensors float, e.g. {name}(x, t1.float(), t2)")
+
+
+def number_in_dtype(weight: Any, dtype: Any) -> Any:
+    """A number weight rounded to the tensors' dtype, as PyTorch's kernel takes it (then
+    ``1 - weight`` is exact, and the same as in that dtype)."""
+    return weight if isinstance(weight, Tensor) else float(dtype.numpy.type(weight))
+
+
+def check_lerp(name: str, input: Tensor, end: Tensor, weight: Any) -> None:  # noqa: A002
+    """lerp's arguments: two tensors of one floating-point dtype, a number or tensor weight."""
+    check_pointwise(name, {"input": input, "end": end}, {})
+    if not isinstance(weight, Tensor):
+        check_pointwise(name, {}, {"weight": weight})
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: expected a floating-point tensor, got {input.dtype}. "
+                           "Fix: convert with .float() first")
+    for what, t in (("end", end), ("weight", weight)):
+        if isinstance(t, Tensor) and t.dtype is not input.dtype:
+            raise RuntimeError(f"{name}: expected dtype {input.dtype} for `{what}` but got "
+                               f"dtype {t.dtype}. Fix: convert it with .to({input.dtype})")
+    common_device([t for t in (input, end, weight) if isinstance(t, Tensor)], name)

@@ -13,7 +13,8 @@ from ..device import common_device
 from ..tensor import Tensor
 from . import activation, elementwise as ew, indexing, linalg, reduce as red
 from .dispatch import (
-    broadcast_shapes, normalize_dim, normalize_dims, prepare_binary, require_float, scaled,
+    broadcast_shapes, check_lerp, check_pointwise, check_true_division, normalize_dim,
+    normalize_dims, number_in_dtype, prepare_binary, require_float, scaled,
 )
 from .functional_shapes import (  # noqa: F401 (the shape operations are public here too)
     cat, clone, contiguous, expand, flatten, permute, reshape, squeeze, stack, t, transpose,
@@ -101,40 +102,19 @@ def relu(a: Tensor) -> Tensor:
 # -- two operations in one call (what optimizers update their state with) --------------
 
 
-def _check_pointwise(name: str, tensors: dict[str, Any], numbers: dict[str, Any]) -> None:
-    """The arguments of addcmul, addcdiv and lerp: tensors where tensors are due (PyTorch
-    refuses numbers there too), numbers (not bools) for ``value``."""
-    for what, t in tensors.items():
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{name}(): argument '{what}' must be a tensor, not "
-                            f"{type(t).__name__}")
-    for what, v in numbers.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise TypeError(f"{name}(): argument '{what}' must be a number, not "
-                            f"{type(v).__name__}")
-
-
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:  # noqa: A002
     """``input + value * tensor1 * tensor2``, broadcasting all three (PyTorch's ``addcmul``)."""
-    _check_pointwise("addcmul", {"input": input, "tensor1": tensor1, "tensor2": tensor2},
-                     {"value": value})
+    check_pointwise("addcmul", {"input": input, "tensor1": tensor1, "tensor2": tensor2},
+                    {"value": value})
     return add(input, mul(tensor1, tensor2), alpha=value)
 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:  # noqa: A002
     """``input + value * tensor1 / tensor2``, broadcasting all three (PyTorch's ``addcdiv``)."""
-    _check_pointwise("addcdiv", {"input": input, "tensor1": tensor1, "tensor2": tensor2},
-                     {"value": value})
-    _check_true_division("addcdiv", tensor1, tensor2)
+    check_pointwise("addcdiv", {"input": input, "tensor1": tensor1, "tensor2": tensor2},
+                    {"value": value})
+    check_true_division("addcdiv", tensor1, tensor2)
     return add(input, div(tensor1, tensor2), alpha=value)
-
-
-def _check_true_division(name: str, tensor1: Tensor, tensor2: Tensor) -> None:
-    """addcdiv's quotient is a true division: two integer tensors are refused, as in PyTorch."""
-    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
-        raise RuntimeError(
-            f"Integer division with {name} is not supported (PyTorch dropped it too). "
-            f"Fix: make one of the tensors float, e.g. {name}(x, t1.float(), t2)")
 
 
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:  # noqa: A002
@@ -144,8 +124,8 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:  # noqa: A002
     As in PyTorch, where ``|weight| >= 0.5`` the same line is computed from the other
     end, ``end - (1 - weight) * (end - input)``, so a weight of 1 gives ``end`` exactly.
     """
-    _check_lerp("lerp", input, end, weight)
-    weight = _in_dtype(weight, input.dtype)
+    check_lerp("lerp", input, end, weight)
+    weight = number_in_dtype(weight, input.dtype)
     diff = end - input
     if isinstance(weight, Tensor):
         near_input = abs(weight) < 0.5
@@ -153,27 +133,6 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:  # noqa: A002
     if -0.5 < weight < 0.5:  # (this module's abs is the tensor one)
         return input + weight * diff
     return end - diff * (1 - weight)
-
-
-def _in_dtype(weight: Any, dtype: Any) -> Any:
-    """A number weight rounded to the tensors' dtype, as PyTorch's kernel takes it (then
-    ``1 - weight`` is exact, and the same as in that dtype)."""
-    return weight if isinstance(weight, Tensor) else float(dtype.numpy.type(weight))
-
-
-def _check_lerp(name: str, input: Tensor, end: Tensor, weight: Any) -> None:  # noqa: A002
-    """lerp's arguments: two tensors of one floating-point dtype, a number or tensor weight."""
-    _check_pointwise(name, {"input": input, "end": end}, {})
-    if not isinstance(weight, Tensor):
-        _check_pointwise(name, {}, {"weight": weight})
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"{name}: expected a floating-point tensor, got {input.dtype}. "
-                           "Fix: convert with .float() first")
-    for what, t in (("end", end), ("weight", weight)):
-        if isinstance(t, Tensor) and t.dtype is not input.dtype:
-            raise RuntimeError(f"{name}: expected dtype {input.dtype} for `{what}` but got "
-                               f"dtype {t.dtype}. Fix: convert it with .to({input.dtype})")
-    common_device([t for t in (input, end, weight) if isinstance(t, Tensor)], name)
 
 
 def maximum(a: Tensor, b: Any) -> Tensor:
