@@ -16,6 +16,7 @@ import pytest
 from teachgrad.bench import ceilings as hw
 from teachgrad.bench import load, save
 from teachgrad.bench.__main__ import main
+from teachgrad.bench.cases import traffic
 from teachgrad.bench.harness import Timing
 from teachgrad.bench.schema import READABLE_VERSIONS, SCHEMA_VERSION, Ceiling, Record, Results
 from teachgrad.bench.suite import Plan, format_record
@@ -43,16 +44,17 @@ def test_the_triad_computes_exactly_b_plus_s_times_c(kernel, dtype, n):
 # -- byte and flop accounting --------------------------------------------------------------
 
 def test_bytes_and_flops_are_counted_as_stream_and_blas_benchmarks_count_them():
-    assert hw.triad_bytes(1000, 8) == 24_000  # 2 reads + 1 write of 8 bytes, no write-allocate
-    assert hw.triad_bytes(1000, 4) == 12_000
-    assert hw.copy_bytes(1000, 8) == 16_000
-    assert hw.matmul_flops(1024) == 2 * 1024 ** 3
+    # (the triad a = b + s*c moves what add moves: 2 reads + 1 write, no write-allocate)
+    assert traffic("add", 1000, np.float64)[0] == 24_000
+    assert traffic("add", 1000, np.float32)[0] == 12_000
+    assert traffic("copy", 1000, np.float64)[0] == 16_000
+    assert traffic("matmul", 1024, np.float32)[1] == 2 * 1024 ** 3
 
 
 def test_a_fake_timing_gives_the_expected_gigabytes_per_second():
     timing = Timing(first_call_s=9.0, times_s=[0.4, 0.2, 0.1, 0.3, 0.2])
     c = hw.make_ceiling("triad/1thread", "triad", "numba njit loop", "float64", 1, 10 ** 8, timing,
-                        nbytes=hw.triad_bytes(10 ** 8, 8), elapsed_s=2.5)
+                        nbytes=traffic("add", 10 ** 8, np.float64)[0], elapsed_s=2.5)
     # 2.4e9 bytes a call: best 0.1 s -> 24 GB/s, median 0.2 s -> 12, slowest 0.4 s -> 6
     assert (c.best, c.median, c.worst) == pytest.approx((24.0, 12.0, 6.0))
     assert (c.min_s, c.median_s, c.max_s, c.repeats) == (0.1, 0.2, 0.4, 5)
@@ -62,7 +64,7 @@ def test_a_fake_timing_gives_the_expected_gigabytes_per_second():
 def test_a_fake_timing_gives_the_expected_gflops():
     timing = Timing(first_call_s=1.0, times_s=[0.02, 0.04, 0.025])
     c = hw.make_ceiling("matmul/float32", "matmul", "np.matmul", "float32", 2, 1000, timing,
-                        flops=hw.matmul_flops(1000))
+                        flops=traffic("matmul", 1000, np.float32)[1])
     # 2e9 flops a call: best 0.02 s -> 100 GFLOP/s, median 0.025 s -> 80, slowest 0.04 s -> 50
     assert (c.best, c.median, c.worst) == pytest.approx((100.0, 80.0, 50.0))
     assert c.unit == "GFLOP/s" and c.threads == 2

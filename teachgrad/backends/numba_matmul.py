@@ -44,6 +44,12 @@ _FAST = {"reassoc", "contract"}
 MULTIPLY_ADDS_PER_ELEMENT = 8
 
 
+def runs_parallel(outputs: int, inner: int) -> bool:
+    """Whether a product with ``outputs`` output elements, each a sum of ``inner``
+    multiply-adds, takes the parallel build of the kernels."""
+    return parallel_for(outputs * inner // MULTIPLY_ADDS_PER_ELEMENT)
+
+
 @functools.lru_cache(maxsize=None)
 def naive_kernel(parallel: bool = True):
     loop_range = prange if parallel else range  # prange: rows of C shared over the cores
@@ -145,8 +151,7 @@ def run_kernel(kernel: str, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> None
         raise ValueError(f"unknown matmul kernel {kernel!r}: choose one of {', '.join(KERNELS)}")
     if kernel == "blocked":
         B = np.ascontiguousarray(B.transpose(0, 2, 1))  # B transposed: layout work, by numpy
-    work = C.size * A.shape[2] // MULTIPLY_ADDS_PER_ELEMENT
-    KERNELS[kernel](parallel_for(work))(A, B, C)
+    KERNELS[kernel](runs_parallel(C.size, A.shape[2]))(A, B, C)
 
 
 def _as_batched(x: np.ndarray, batch_shape: tuple[int, ...]) -> np.ndarray:

@@ -46,7 +46,6 @@ hard-coded here for any CPU model.
 from __future__ import annotations
 
 import re
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +54,7 @@ from typing import Callable
 import numpy as np
 from numba import njit, prange
 
+from .cases import traffic
 from .harness import Timing, measure
 from .schema import Ceiling, Record
 
@@ -177,31 +177,14 @@ def triad_elements(llc_bytes: int, itemsize: int, speed: str = "full",
     return elements, notes
 
 
-# -- byte and flop accounting ----------------------------------------------------------
-
-def triad_bytes(elements: int, itemsize: int) -> int:
-    """STREAM's count for the triad: 2 reads + 1 write per element (no write-allocate)."""
-    return 3 * elements * itemsize
-
-
-def copy_bytes(elements: int, itemsize: int) -> int:
-    """STREAM's count for a copy: 1 read + 1 write per element (no write-allocate)."""
-    return 2 * elements * itemsize
-
-
-def matmul_flops(n: int) -> int:
-    """An ``n x n`` by ``n x n`` product: ``n^3`` multiply-adds, 2 flops each."""
-    return 2 * n ** 3
-
-
 def make_ceiling(name: str, op: str, kernel: str, dtype: str, threads: int | None, size: int,
                  timing: Timing, nbytes: int = 0, flops: int = 0, elapsed_s: float = 0.0,
                  notes: list[str] | None = None) -> Ceiling:
     """A :class:`Ceiling` from a timing: bytes (GB/s) or flops (GFLOP/s) per call over its times."""
     amount, unit = (flops, "GFLOP/s") if flops else (nbytes, "GB/s")
-    fastest, typical, slowest = min(timing.times_s), statistics.median(timing.times_s), max(timing.times_s)
+    fastest, typical, slowest = timing.min_s, timing.median_s, max(timing.times_s)
     return Ceiling(name=name, op=op, kernel=kernel, unit=unit, dtype=dtype, threads=threads,
-                   size=size, bytes=nbytes, flops=flops, repeats=len(timing.times_s),
+                   size=size, bytes=nbytes, flops=flops, repeats=timing.repeats,
                    best=amount / fastest / 1e9, median=amount / typical / 1e9,
                    worst=amount / slowest / 1e9, min_s=fastest, median_s=typical, max_s=slowest,
                    elapsed_s=elapsed_s, notes=list(notes or []))
@@ -246,7 +229,7 @@ def measure_triad(elements: int, threads: int, repeats: int, dtype: str = "float
     label = "1thread" if threads == 1 else f"{threads}threads"
     built = "numba njit loop" if threads == 1 else "numba njit(parallel=True) prange loop"
     return make_ceiling(f"triad/{label}", "triad", built, dtype_.name, threads, elements, timing,
-                        nbytes=triad_bytes(elements, dtype_.itemsize),
+                        nbytes=traffic("add", elements, dtype_)[0],  # (add's bytes: b + s*c)
                         elapsed_s=time.perf_counter() - started,
                         notes=[WRITE_ALLOCATE_NOTE, *(notes or [])])
 
@@ -260,7 +243,7 @@ def measure_copy(elements: int, repeats: int, dtype: str = "float64",
     x = np.full(elements, 1.0, dtype=dtype_)
     timing = measure(lambda: np.copyto(out, x), warmup=1, repeats=repeats, min_repeats=repeats)
     return make_ceiling("copy/numpy", "copy", "np.copyto", dtype_.name, 1, elements, timing,
-                        nbytes=copy_bytes(elements, dtype_.itemsize),
+                        nbytes=traffic("copy", elements, dtype_)[0],
                         elapsed_s=time.perf_counter() - started,
                         notes=[WRITE_ALLOCATE_NOTE, *(notes or [])])
 
@@ -306,7 +289,7 @@ def measure_blas(dtype: str, repeats: int, n: int | None = None, speed: str = "f
     timing = measure(lambda: np.matmul(a, b, out=out), warmup=1, repeats=repeats, min_repeats=repeats)
     kernel = f"np.matmul ({blas})" if blas else "np.matmul"
     return make_ceiling(f"matmul/{dtype_.name}", "matmul", kernel, dtype_.name, threads, n, timing,
-                        flops=matmul_flops(n), elapsed_s=time.perf_counter() - started, notes=notes)
+                        flops=traffic("matmul", n, dtype_)[1], elapsed_s=time.perf_counter() - started, notes=notes)
 
 
 # -- all of them -----------------------------------------------------------------------

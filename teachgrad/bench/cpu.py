@@ -12,21 +12,20 @@ from __future__ import annotations
 import numpy as np
 
 from .cases import Case, shapes
-from .system import blas_threads
+from .system import blas_threads, numba_threads
 
 #: The numba matmul kernels, in the order a chapter walks through them.
 NUMBA_MATMUL_KERNELS = ("naive", "loop_order", "blocked")
 
 
-def numba_threads(op: str, size: int) -> int:
+def numba_loop_threads(op: str, size: int) -> int:
     """Threads the numba backend's loop for ``op`` at ``size`` runs on: numba's count when
-    it takes the parallel build (``numba_cpu.parallel_for``), else 1."""
-    from numba import get_num_threads
-
+    it takes the parallel build (the backend's own rule), else 1."""
     from ..backends import numba_cpu, numba_matmul
 
-    work = size ** 3 // numba_matmul.MULTIPLY_ADDS_PER_ELEMENT if op == "matmul" else size
-    return get_num_threads() if numba_cpu.parallel_for(work) else 1
+    parallel = (numba_matmul.runs_parallel(size * size, size) if op == "matmul"
+                else numba_cpu.parallel_for(size))
+    return numba_threads() if parallel else 1
 
 
 def numpy_threads(op: str) -> int | None:
@@ -111,7 +110,7 @@ def backend_case(backend_name: str, op: str, size: int, inputs: tuple[np.ndarray
     cold = None if backend_name != "numba" else _cold_start(
         "backend = numba_cpu.NumbaCPUBackend()", f"backend.{method}({arguments})",
         op, size, inputs[0].dtype)
-    threads = numba_threads(op, size) if backend_name == "numba" else numpy_threads(op)
+    threads = numba_loop_threads(op, size) if backend_name == "numba" else numpy_threads(op)
     return Case(op, kernel=f"backend.{method}", work=work, output=lambda: last[0],
                 ceiling=ceiling, backend=backend_name, device="cpu", dtype=inputs[0].dtype,
                 size=size, shape=shapes(op, size), cold_start=cold, threads=threads)
@@ -124,7 +123,7 @@ def numba_cases(op: str, size: int, inputs: tuple[np.ndarray, ...],
 
     dtype = inputs[0].dtype
     common = dict(backend="numba", device="cpu", dtype=dtype, size=size, shape=shapes(op, size),
-                  threads=numba_threads(op, size))
+                  threads=numba_loop_threads(op, size))
     if op == "add":
         a, b = inputs
         out = np.empty_like(a)
