@@ -196,18 +196,47 @@ class InPlaceMethods:
         return self._inplace_binary("div", other)
 
     # Two operations in one call, as PyTorch has them (its optimizers update with these).
-    # Each makes one new array (the product, quotient or difference) and writes everything
-    # else into storage that exists already.
+    # When nothing is recorded and every tensor has this one's float dtype and shape, the
+    # backend does the whole update in one call (``Backend.addcmul_inplace`` and friends:
+    # on large CPU arrays one compiled pass over memory, as PyTorch's kernels do). Otherwise
+    # (broadcasting, mixed dtypes, autograd) it is the same arithmetic made of tensor
+    # operations: one new array (the product, quotient or difference), then writes into
+    # storage that exists already.
     def addcmul_(self, tensor1: Any, tensor2: Any, *, value: float = 1) -> "Tensor":
         """``self += value * tensor1 * tensor2`` (Adam's ``v.mul_(β2).addcmul_(g, g, value=1-β2)``)."""
         check_pointwise("addcmul_", {"tensor1": tensor1, "tensor2": tensor2}, {"value": value})
+        if self._one_backend_call(tensor1, tensor2):
+            self._backend.addcmul_inplace(self._array, tensor1._array, tensor2._array,
+                                          number_in_dtype(value, self.dtype))
+            self._bump_version()
+            return self
         return self._add_scaled(F.mul(tensor1, tensor2), value)
 
     def addcdiv_(self, tensor1: Any, tensor2: Any, *, value: float = 1) -> "Tensor":
         """``self += value * tensor1 / tensor2`` (Adam's ``θ.addcdiv_(m, denominator, value=-lr)``)."""
         check_pointwise("addcdiv_", {"tensor1": tensor1, "tensor2": tensor2}, {"value": value})
         check_true_division("addcdiv_", tensor1, tensor2)
+        if self._one_backend_call(tensor1, tensor2):
+            self._backend.addcdiv_inplace(self._array, tensor1._array, tensor2._array,
+                                          number_in_dtype(value, self.dtype))
+            self._bump_version()
+            return self
         return self._add_scaled(F.div(tensor1, tensor2), value)
+
+    def _one_backend_call(self, *others: "Tensor") -> bool:
+        """Whether an update of this tensor from ``others`` can be one backend call: nothing
+        for autograd to record (the general path records it, or raises the leaf rule's
+        error), and every tensor of this one's floating-point dtype, shape and device."""
+        if grad_mode._enabled and (self.requires_grad or any(t.requires_grad for t in others)):
+            return False
+        dtype, shape, device = self.dtype, self.shape, self.device
+        if not dtype.is_floating_point:
+            return False
+        for t in others:
+            if t.dtype is not dtype or t.device != device or t.shape != shape:
+                return False
+        self._check_writable()
+        return True
 
     def _add_scaled(self, new: "Tensor", value: float) -> "Tensor":
         """``self += value * new``, where ``new`` is a fresh tensor nobody else holds (so
@@ -229,6 +258,10 @@ class InPlaceMethods:
         if per_element:  # (a weight per element: lerp's formula, then one copy)
             return self._inplace(F.lerp(self, end, weight))
         weight = number_in_dtype(weight, self.dtype)
+        if self._one_backend_call(end):
+            self._backend.lerp_inplace(self._array, end._array, weight)
+            self._bump_version()
+            return self
         diff = end - self  # the one new array
         self._check_inplace_result(tuple(diff.shape), self.dtype)  # (end may not widen self)
         if abs(weight) < 0.5:

@@ -6,6 +6,8 @@
 * ``Function.formula_on_arrays``: on the numpy backend the engine runs such a backward
   formula on the arrays themselves, and passes gradients between such nodes as arrays.
 * the numba CPU backend's flat loops for contiguous operands.
+* ``Function.fresh_gradients``: a leaf keeps a new gradient array (a linear layer's) as
+  its ``.grad`` without copying it, when nothing else can hold that array.
 """
 from __future__ import annotations
 
@@ -393,3 +395,63 @@ def test_numpy_relu_is_maximum_with_zero_exactly_on_both_paths(dtype, shape):
     got = NumpyBackend().unary("relu", x)
     assert type(got) is np.ndarray and got.dtype == x.dtype and got.shape == x.shape
     assert got.tobytes() == want.tobytes()  # (bit for bit, in C order)
+
+
+# -- a leaf's first gradient taken over without a copy (Function.fresh_gradients) -------
+
+def _linear_grads(x, w, b, seed=0):
+    """Gradients of sum((x @ w.T + b) * r) by hand: r is the upstream gradient."""
+    r = np.random.default_rng(seed).standard_normal((x.shape[0], w.shape[0]))
+    return r @ w, r.T @ x, r.sum(0), r
+
+
+def test_a_linear_layers_gradients_are_kept_without_a_copy(monkeypatch):
+    from teachgrad.autograd import engine
+    copies = []
+    own_copy = engine._own_copy
+    monkeypatch.setattr(engine, "_own_copy", lambda a, backend: copies.append(a.shape) or own_copy(a, backend))
+    rng = np.random.default_rng(1)
+    xs, ws, bs = rng.standard_normal((5, 4)), rng.standard_normal((3, 4)), rng.standard_normal(3)
+    x, w, b = (tg.tensor(v, requires_grad=True) for v in (xs, ws, bs))
+    dx, dw, db, r = _linear_grads(xs, ws, bs)
+    (tg.nn.functional.linear(x, w, b) * tg.tensor(r)).sum().backward()
+    assert copies == []  # x, w and b keep the arrays linear's backward made
+    for t, want in ((x, dx), (w, dw), (b, db)):
+        np.testing.assert_allclose(t.grad.numpy(), want, rtol=1e-12)
+        assert t.grad._array.flags.c_contiguous and t.grad._array.flags.owndata
+    # the three are separate arrays: writing into one changes no other
+    w.grad.zero_()
+    np.testing.assert_allclose(x.grad.numpy(), dx, rtol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), db, rtol=1e-12)
+    # a second backward adds into new storage, as before
+    held = w.grad
+    (tg.nn.functional.linear(x, w, b) * tg.tensor(r)).sum().backward()
+    assert w.grad is held
+    np.testing.assert_allclose(w.grad.numpy(), dw, rtol=1e-12)
+
+
+def test_a_gradient_someone_else_holds_is_still_copied(monkeypatch):
+    rng = np.random.default_rng(2)
+    xs, ws = rng.standard_normal((4, 3)), rng.standard_normal((2, 3))
+    dx, dw, db, r = _linear_grads(xs, ws, np.zeros(2), seed=3)
+    # a hook on the leaf sees the gradient tensor (and may keep it): the leaf copies
+    w = tg.tensor(ws, requires_grad=True)
+    seen = []
+    w.register_hook(lambda g: seen.append(g))
+    (tg.nn.functional.linear(tg.tensor(xs), w) * tg.tensor(r)).sum().backward()
+    w.grad.zero_()
+    np.testing.assert_allclose(seen[0].numpy(), dw, rtol=1e-12)
+    # the stepper's records show each gradient: the leaf's own is a copy of what they show
+    w2 = tg.tensor(ws, requires_grad=True)
+    loss = (tg.nn.functional.linear(tg.tensor(xs), w2) * tg.tensor(r)).sum()
+    steps = list(backward_steps(loss, records=True))
+    w2.grad.zero_()
+    leaf_step = next(s for s in steps if s.leaf is w2)
+    np.testing.assert_allclose(leaf_step.grad_outputs[0].numpy(), dw, rtol=1e-12)
+    # one weight in two layers: two gradients summed, and the sum is the leaf's alone
+    w3 = tg.tensor(ws, requires_grad=True)
+    x1, x2 = tg.tensor(xs), tg.tensor(xs[::-1].copy())
+    out = (tg.nn.functional.linear(x1, w3) * tg.tensor(r)).sum() \
+        + (tg.nn.functional.linear(x2, w3) * tg.tensor(r)).sum()
+    out.backward()
+    np.testing.assert_allclose(w3.grad.numpy(), r.T @ xs + r.T @ xs[::-1], rtol=1e-12)

@@ -207,3 +207,112 @@ def test_adam_on_every_backend_steps_as_on_numpy(where_):
         opt.step()
     np.testing.assert_allclose(w.detach().cpu().numpy(), _adam_numpy(w0, grads), rtol=2e-6,
                                atol=1e-7)
+
+
+# -- the one-pass loops: the same bits as the numpy passes they replace ----------------
+
+from teachgrad.backends import backend_by_name, pointwise_loops  # noqa: E402
+from teachgrad.backends.base import Backend  # noqa: E402
+
+# float32 sizes either side of the numpy backend's 64 KB threshold (16384 elements), ragged
+LOOP_SIZES = [1, 7, 16383, 16384, 16384 + 13, 3 * 16384 + 5]
+
+
+def _awkward(n, dtype, seed):
+    """Random values with the awkward ones mixed in: ±0, ±inf, nan, subnormals, huge."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(n) * 10 ** rng.uniform(-3, 3, n)).astype(dtype)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, np.finfo(dtype).tiny / 8,
+                        -np.finfo(dtype).max, 1e-30], dtype)
+    if n >= 64:
+        x[rng.choice(n, len(special), replace=False)] = special
+    return x
+
+
+def _reference_and_loop(method, n, dtype, *extra):
+    """The update done by the base class's numpy calls and by the numpy backend."""
+    backend = backend_by_name("numpy")
+    x, a, b = (_awkward(n, dtype, seed) for seed in (1, 2, 3))
+    want = x.copy()
+    with np.errstate(all="ignore"):
+        getattr(Backend, method)(backend, want, *((a, b) if method != "lerp_inplace" else (a,)), *extra)
+        got = x.copy()
+        getattr(backend, method)(got, *((a, b) if method != "lerp_inplace" else (a,)), *extra)
+    return want, got
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", LOOP_SIZES)
+@pytest.mark.parametrize("method, extra", [
+    ("addcmul_inplace", (1.0,)), ("addcmul_inplace", (-0.001,)), ("addcdiv_inplace", (1.0,)),
+    ("addcdiv_inplace", (-3e-4,)), ("lerp_inplace", (0.1,)), ("lerp_inplace", (0.4999,)),
+    ("lerp_inplace", (0.5,)), ("lerp_inplace", (1.0,)), ("lerp_inplace", (-0.75,)),
+])
+def test_one_pass_loops_give_the_numpy_passes_bits(method, extra, n, dtype):
+    value = float(np.dtype(dtype).type(extra[0]))  # (the tensor layer rounds it to the dtype)
+    want, got = _reference_and_loop(method, n, dtype, value)
+    np.testing.assert_array_equal(got, want)  # (nan where nan: assert_array_equal allows it)
+    assert got.tobytes() == want.tobytes() or np.isnan(want).any()  # -0.0 kept as -0.0
+
+
+def test_large_updates_take_the_one_pass_loop_and_small_ones_do_not(monkeypatch):
+    calls = []
+    for name in ("addcmul", "addcdiv", "lerp"):
+        loop = getattr(pointwise_loops, name)
+        monkeypatch.setattr(pointwise_loops, name,
+                            lambda *args, _loop=loop, _name=name: (calls.append(_name), _loop(*args)))
+    for n, expect in ((16384, ["addcmul", "addcdiv", "lerp"]), (16383, [])):
+        calls.clear()
+        x, g = tg.ones(n), tg.full((n,), 2.0)
+        version = x._version
+        x.addcmul_(g, g, value=0.5).addcdiv_(g, g, value=-1.0).lerp_(g, 0.25)
+        assert calls == expect
+        assert x._version == version + 3  # one bump per update
+        np.testing.assert_array_equal(x.numpy(), np.full(n, 2.0 + (2.0 - 2.0) * 0.25, np.float32))
+    # the threshold is in bytes: float64 from 8192 elements
+    calls.clear()
+    for n in (8191, 8192):
+        tg.ones(n, dtype=tg.float64).addcmul_(tg.ones(n, dtype=tg.float64), tg.ones(n, dtype=tg.float64))
+    assert calls == ["addcmul"]
+    # the numba backend uses the loops at every size; integer and strided arrays never
+    tg.backends.set_cpu_backend("numba")
+    try:
+        calls.clear()
+        tg.ones(3).addcmul_(tg.ones(3), tg.ones(3))
+        assert calls == ["addcmul"]
+    finally:
+        tg.backends.set_cpu_backend("numpy")
+    calls.clear()
+    counts = tg.ones(20000, dtype=tg.int64)
+    counts.addcmul_(counts, counts, value=3)
+    assert counts.tolist()[:2] == [4, 4]
+    wide = tg.ones(200, 200)
+    wide.t().addcmul_(tg.ones(200, 200), tg.ones(200, 200))
+    assert calls == []
+    np.testing.assert_array_equal(wide.numpy(), np.full((200, 200), 2.0, np.float32))
+
+
+def test_one_pass_loops_with_operands_that_alias_the_updated_array():
+    n = 40000
+    base = _awkward(n + 1, np.float32, 5)
+    base[~np.isfinite(base)] = 1.0
+    g = tg.tensor(_awkward(n, np.float32, 6).clip(-1e3, 1e3))
+    # the same array as self, and as both factors: read before written, element by element
+    x = tg.tensor(base[:n].copy())
+    x.addcmul_(x, g, value=0.5)
+    with np.errstate(over="ignore"):  # (-max * 1e3 is -inf in both)
+        want = base[:n] + (base[:n] * g.numpy()) * np.float32(0.5)
+    np.testing.assert_array_equal(x.numpy(), want)
+    y = tg.tensor(base[:n].copy())
+    y.addcdiv_(y, y, value=2.0).lerp_(y, 0.3)
+    with np.errstate(all="ignore"):
+        want = base[:n] + (base[:n] / base[:n]) * np.float32(2)
+    np.testing.assert_array_equal(y.numpy(), want)  # lerp toward itself changes nothing
+    # overlapping but shifted views (x[i] = x[i] + x[i+1] * g[i]): every read sees the old
+    # values, as out of place; the loop is not used (it would read values already written)
+    whole = tg.tensor(base.copy())
+    with np.errstate(over="ignore"):
+        whole[:n].addcmul_(whole[1:], g)
+        want = base[:n] + base[1:] * g.numpy()
+    np.testing.assert_array_equal(whole.numpy()[:n], want)
+    np.testing.assert_array_equal(whole.numpy()[n], base[n])

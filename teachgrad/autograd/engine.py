@@ -213,6 +213,9 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
     # looks at it (a node with hooks gets tensors, and records show tensors).
     on_arrays = function.observer is None
     keep_arrays = on_arrays and not records
+    # Gradient arrays bound for a leaf that nothing else holds (see _accumulate), by id;
+    # the value keeps the array alive, so its id cannot pass to another array meanwhile.
+    owned: dict[int, Any] = {}
 
     index = 0
     while heap:
@@ -221,7 +224,8 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
         if node._pre_hooks:
             grads = _run_pre_hooks(node, _as_tensors(node, grads))
         if type(node) is AccumulateGrad:
-            _accumulate(node.variable, grads[0])
+            g = grads[0]
+            _accumulate(node.variable, g, bool(owned) and owned.pop(id(g), None) is g)
             if node.post_hooks:
                 for hook in list(node.post_hooks):  # e.g. DDP: this gradient is ready to send
                     hook(node.variable)
@@ -254,9 +258,14 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
                     held = buf[nr]
                     if held is None:
                         buf[nr] = g
+                        if type(nxt) is AccumulateGrad and node.function.fresh_gradients \
+                                and g.base is None:
+                            # a new array, for this leaf only (an array met twice: for none)
+                            owned[id(g)] = g if id(g) not in owned else None
                     else:  # (numpy gives a 0-d sum as a scalar: asarray keeps an array)
                         if type(held) is not ndarray:  # (a root's own gradient, a tensor)
                             held = held._array
+                        owned.pop(id(held), None)
                         held = add(held, g)
                         buf[nr] = held if type(held) is ndarray else asarray(held)
                 else:
@@ -449,16 +458,20 @@ def _validate(node: Node, i: int, g: Any) -> Any:
     return g
 
 
-def _accumulate(leaf: "Tensor", grad: Any) -> None:
+def _accumulate(leaf: "Tensor", grad: Any, owned: bool = False) -> None:
     """``leaf.grad += grad``, keeping the ``.grad`` object and never aliasing ``grad``
-    (a tensor, or a backend array of the leaf's own backend)."""
+    (a tensor, or a backend array of the leaf's own backend) unless it is ``owned``: a
+    new row-major array that nothing else holds, which the leaf's first gradient may be
+    as it is (for a large weight the copy would cost about as much as its update)."""
     if type(grad) is ndarray:
         array, backend, device = grad, leaf._backend, leaf.device
     else:
         array, backend, device = grad._array, grad._backend, grad.device
     held = leaf._grad
     if held is None:
-        grad = function.Tensor._make(_own_copy(array, backend), backend, device)
+        if not (owned and array.flags.c_contiguous):
+            array = _own_copy(array, backend)
+        grad = function.Tensor._make(array, backend, device)
         if array.shape == leaf._array.shape and grad.dtype is leaf.dtype and device is leaf.device:
             leaf._grad = grad  # (what the setter would check: already so)
         else:

@@ -183,6 +183,36 @@ class Backend(ABC):
         """
         self.setitem(x, (Ellipsis,), self.binary(op, x, other))
 
+    # Two operations in one call, for optimizer updates (``Tensor.addcmul_`` and friends).
+    # ``a``, ``b`` and ``end`` are arrays of ``x``'s float dtype and shape; ``value`` and
+    # ``weight`` are floats already rounded to that dtype. These defaults are the plain
+    # sequence of primitives (one temporary array, two or three passes over memory); a
+    # backend may do the same arithmetic in one pass, in the same order.
+    def addcmul_inplace(self, x: Array, a: Array, b: Array, value: float) -> None:
+        """In place: ``x = x + (a * b) * value``."""
+        self._add_scaled(x, self.binary("mul", a, b), value)
+
+    def addcdiv_inplace(self, x: Array, a: Array, b: Array, value: float) -> None:
+        """In place: ``x = x + (a / b) * value``."""
+        self._add_scaled(x, self.binary("div", a, b), value)
+
+    def lerp_inplace(self, x: Array, end: Array, weight: float) -> None:
+        """In place: ``x = x + (end - x) * weight``; for ``|weight| >= 0.5`` from the other
+        end, ``end + (end - x) * (weight - 1)``, so a weight of 1 gives ``end`` exactly."""
+        diff = self.binary("sub", end, x)
+        if abs(weight) < 0.5:
+            self.binary_inplace("mul", diff, weight)
+            self.binary_inplace("add", x, diff)
+        else:
+            self.binary_inplace("mul", diff, weight - 1)
+            self.binary_inplace("add", diff, end)
+            self.setitem(x, (Ellipsis,), diff)
+
+    def _add_scaled(self, x: Array, new: Array, value: float) -> None:
+        if value != 1:
+            self.binary_inplace("mul", new, value)
+        self.binary_inplace("add", x, new)
+
     def zeros(self, shape: tuple[int, ...], dtype: np.dtype) -> Array:
         return self.full(shape, 0, dtype)
 

@@ -308,6 +308,9 @@ class NumbaCPUBackend(NumpyBackend):
     name = "numba"
     device_type = "cpu"
     array_arithmetic = False  # (a NumpyBackend subclass: its arithmetic is its own loops)
+    #: lerp_, addcmul_ and addcdiv_ take the compiled one-pass loops at every size (numba
+    #: is loaded already; see :mod:`teachgrad.backends.pointwise_loops`)
+    one_pass_bytes = 0
 
     #: Which matmul runs: "blocked" (default), "loop_order" or "naive"
     #: (see :mod:`teachgrad.backends.numba_matmul`).

@@ -1,6 +1,12 @@
 """The reference backend: every primitive is one numpy call.
 
-Other backends are checked against this one, so it favours obviousness.
+Other backends are checked against this one, so it favours obviousness. One
+exception, for speed where it counts: ``lerp_``, ``addcmul_`` and ``addcdiv_``
+(an optimizer's updates) have no numpy call, so on large contiguous arrays
+they run the compiled one-pass loops of
+:mod:`~teachgrad.backends.pointwise_loops`; everywhere else they are the
+sequence of numpy calls that :class:`~teachgrad.backends.base.Backend`
+defines, which gives the same bits.
 """
 from __future__ import annotations
 
@@ -74,16 +80,42 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.divide(t, d, out=t)
 
 
+#: A read-only array of zeros per dtype, grown to the largest relu input up to 1 MiB:
+#: filling a fresh one for every call cost as much as the maximum itself.
+_ZEROS: dict[np.dtype, np.ndarray] = {}
+_ZEROS_KEPT = 1 << 20
+
+
+def _zeros(x: np.ndarray) -> np.ndarray:
+    """Zeros of ``x``'s shape and dtype, to read only (a view of the kept array when it fits)."""
+    kept = _ZEROS.get(x.dtype)
+    if kept is None or kept.size < x.size:
+        if x.nbytes > _ZEROS_KEPT:
+            return np.zeros_like(x)
+        kept = np.zeros(x.size, x.dtype)
+        kept.flags.writeable = False
+        _ZEROS[x.dtype] = kept
+    return kept[:x.size].reshape(x.shape)
+
+
 _UNARY["sigmoid"] = _sigmoid  # (a formula of several ufuncs, looked up as the ufuncs are)
 #: Up to this many elements relu compares with the number 0; beyond, with an array of zeros
 #: (the one allocation costs less than the slow loop from about 2000 elements up).
 _RELU_SCALAR = 2048
+#: Dtypes of the one-pass loops for lerp_/addcmul_/addcdiv_
+_LOOP_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 
 class NumpyBackend(Backend):
     name = "numpy"
     device_type = "cpu"
     array_arithmetic = True  # every primitive is the numpy operator itself
+
+    #: From this many bytes on, lerp_/addcmul_/addcdiv_ take one compiled pass. Below it
+    #: numpy's two or three passes are cheap, and a program that never updates a large
+    #: array never imports numba (about 0.3 s) or compiles a loop (about 0.3 s each, once
+    #: per machine: numba keeps the machine code on disk).
+    one_pass_bytes = 1 << 16
 
     def from_numpy(self, a: np.ndarray) -> np.ndarray:
         return np.array(a, copy=True)
@@ -106,8 +138,7 @@ class NumpyBackend(Backend):
                 return _array(np.maximum(x, 0).astype(x.dtype, copy=False))
             # numpy's vectorised maximum loop takes two arrays; against the number 0 it
             # runs an element-at-a-time loop about three times slower than the zeros
-            out = np.zeros_like(x)
-            return np.maximum(x, out, out=out)
+            return np.maximum(x, _zeros(x))
         if op == "step":
             return _array((x > 0).astype(x.dtype))
         raise KeyError(op)
@@ -128,6 +159,40 @@ class NumpyBackend(Backend):
 
     def binary_inplace(self, op, x, other):
         _BINARY[op](x, other, out=x)  # the ufunc writes into x: no temporary array
+
+    def addcmul_inplace(self, x, a, b, value):
+        if self._one_pass(x, a, b):
+            from . import pointwise_loops
+            pointwise_loops.addcmul(x.reshape(-1), a.reshape(-1), b.reshape(-1), x.dtype.type(value))
+        else:
+            super().addcmul_inplace(x, a, b, value)
+
+    def addcdiv_inplace(self, x, a, b, value):
+        if self._one_pass(x, a, b):
+            from . import pointwise_loops
+            pointwise_loops.addcdiv(x.reshape(-1), a.reshape(-1), b.reshape(-1), x.dtype.type(value))
+        else:
+            super().addcdiv_inplace(x, a, b, value)
+
+    def lerp_inplace(self, x, end, weight):
+        if self._one_pass(x, end):
+            from . import pointwise_loops
+            scalar = x.dtype.type
+            pointwise_loops.lerp(x.reshape(-1), end.reshape(-1), scalar(weight), scalar(weight - 1))
+        else:
+            super().lerp_inplace(x, end, weight)
+
+    def _one_pass(self, x: np.ndarray, *others: np.ndarray) -> bool:
+        """Whether the compiled loops take these: large enough, float32 or float64, all of
+        one dtype and shape, C-contiguous, and no operand overlapping ``x`` other than
+        ``x`` itself (numpy's passes handle any overlap: they finish reading before they write)."""
+        if x.nbytes < self.one_pass_bytes or x.dtype not in _LOOP_DTYPES or not x.flags.c_contiguous:
+            return False
+        for y in others:
+            if (type(y) is not np.ndarray or y.dtype != x.dtype or y.shape != x.shape
+                    or not y.flags.c_contiguous or (y is not x and np.may_share_memory(x, y))):
+                return False
+        return True
 
     def where(self, cond, a, b):
         out = np.where(cond, a, b)

@@ -109,14 +109,16 @@ def _result(input: Tensor, result: Tensor, inplace: bool) -> Tensor:
     return input.copy_(result)
 
 
-def _target_range(target: Tensor, ignore_index: int) -> tuple[int, int]:
-    """The smallest and largest target that is not ``ignore_index`` (0, 0 if none)."""
+def _target_range(target: Tensor, ignore_index: int) -> tuple[int, int, bool]:
+    """The smallest and largest target that is not ``ignore_index`` (0, 0 if none), and
+    whether some target is ``ignore_index``."""
     if ignore_index < 0 and _extreme(target, "min") >= 0:
-        return 0, _extreme(target, "max")  # the usual case: no target can be ignored
+        return 0, _extreme(target, "max"), False  # the usual case: no target can be ignored
     counted = target[target != ignore_index]
+    some_ignored = counted.numel() != target.numel()
     if counted.numel() == 0:
-        return 0, 0
-    return _extreme(counted, "min"), _extreme(counted, "max")
+        return 0, 0, some_ignored
+    return _extreme(counted, "min"), _extreme(counted, "max"), some_ignored
 
 
 def _extreme(t: Tensor, op: str) -> int:
@@ -189,14 +191,16 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     total weight of the targets that count (PyTorch's definition).
     """
     _check_loss_options("nll_loss", reduction, options)
-    _check_class_targets("nll_loss", input, target, weight, ignore_index)
-    return _pick_true_class(input, target, reduction, weight, ignore_index)
+    some_ignored = _check_class_targets("nll_loss", input, target, weight, ignore_index)
+    return _pick_true_class(input, target, reduction, weight, ignore_index,
+                            some_ignored=some_ignored)
 
 
 def _pick_true_class(input: Tensor, target: Tensor, reduction: str,
                      weight: Tensor | None = None, ignore_index: int = -100,
-                     label_smoothing: float = 0.0) -> Tensor:
-    """``-input[n, target[n]]`` for checked arguments (the body of ``nll_loss``)."""
+                     label_smoothing: float = 0.0, *, some_ignored: bool) -> Tensor:
+    """``-input[n, target[n]]`` for checked arguments (the body of ``nll_loss``);
+    ``some_ignored``: whether a target equals ``ignore_index`` (the check found out)."""
     # Bring every case to a table with one row per prediction and one column per class.
     if input.ndim == 1:  # one sample: (C,)
         rows, flat_target = input.unsqueeze(0), target.reshape(1)
@@ -206,7 +210,7 @@ def _pick_true_class(input: Tensor, target: Tensor, reduction: str,
         class_last = (0, *range(2, input.ndim), 1)
         rows = input.permute(*class_last).reshape(-1, input.shape[1])
         flat_target = target.reshape(-1)
-    plain = weight is None and label_smoothing == 0 and not _may_ignore(flat_target, ignore_index)
+    plain = weight is None and label_smoothing == 0 and not some_ignored
     if plain:  # one fused node (ops/loss.py)
         losses = NLLLoss.apply(rows, flat_target, reduction)
     else:
@@ -214,15 +218,6 @@ def _pick_true_class(input: Tensor, target: Tensor, reduction: str,
     if input.ndim != 2 and reduction == "none":
         losses = losses.reshape(*target.shape)
     return losses
-
-
-def _may_ignore(target: Tensor, ignore_index: int) -> bool:
-    """Whether some target equals ``ignore_index`` (one reduction when it is negative)."""
-    if target.numel() == 0:
-        return False
-    if ignore_index < 0:
-        return _extreme(target, "min") < 0
-    return bool((target == ignore_index).any())
 
 
 def _weighted_nll(rows: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int,
@@ -261,10 +256,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             or not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be a number in [0, 1], "
                          f"got {label_smoothing!r}")
-    _check_class_targets("cross_entropy", input, target, weight, ignore_index)
+    some_ignored = _check_class_targets("cross_entropy", input, target, weight, ignore_index)
     class_dim = 0 if input.ndim == 1 else 1
     return _pick_true_class(input.log_softmax(class_dim), target, reduction, weight,
-                            ignore_index, float(label_smoothing))
+                            ignore_index, float(label_smoothing), some_ignored=some_ignored)
 
 
 def _check_loss_options(name: str, reduction: str, options: dict) -> None:
@@ -278,8 +273,9 @@ def _check_loss_options(name: str, reduction: str, options: dict) -> None:
 
 
 def _check_class_targets(name: str, input: Tensor, target: Tensor,
-                         weight: Tensor | None = None, ignore_index: int = -100) -> None:
-    """Reject targets that are not class indices of the right shape and range."""
+                         weight: Tensor | None = None, ignore_index: int = -100) -> bool:
+    """Reject targets that are not class indices of the right shape and range; say
+    whether some target is ``ignore_index`` (found on the way: no second look needed)."""
     if not input.dtype.is_floating_point:
         raise TypeError(
             f"{name}: input must hold floating-point scores, got {input.dtype}. "
@@ -314,14 +310,15 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor,
     if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
         raise TypeError(f"{name}: ignore_index must be an int, got {ignore_index!r}")
     if target.numel() == 0:
-        return
-    low, high = _target_range(target, ignore_index)
+        return False
+    low, high, some_ignored = _target_range(target, ignore_index)
     if low < 0 or high >= num_classes:
         bad = low if low < 0 else high
         raise IndexError(
             f"{name}: target {bad} is out of bounds: class indices must lie in "
             f"[0, {num_classes - 1}] for {num_classes} classes."
         )
+    return some_ignored
 
 
 # -- layers with a file of their own (each module holds its layer class too) --

@@ -71,6 +71,7 @@ class Linear(Function):
 
     rule = "y = x @ Wᵀ + b:  ∂y/∂x = grad @ W,  ∂y/∂W = gradᵀ @ x,  ∂y/∂b = Σ grad over rows"
     formula_on_arrays = True  # (operators, .reshape, .mT and .sum(0) only)
+    fresh_gradients = True  # (two matrix products and a sum: new arrays, nothing else holds them)
 
     @staticmethod
     def forward(ctx: Context, x: Tensor, weight: Tensor, bias: Tensor | None = None):

@@ -69,7 +69,7 @@ class Adam(Optimizer):
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         # m ← β1·m + (1 − β1)·g is a step from m toward g: m.lerp_(g, 1 − β1). lerp_, addcmul_
         # and addcdiv_ each do two operations in one call, in place, as in PyTorch's Adam
-        # (where each is one pass over memory; on numpy, two or three).
+        # (one pass over memory each, for large arrays: backends/pointwise_loops.py).
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
