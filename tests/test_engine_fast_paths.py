@@ -379,6 +379,27 @@ def test_numpy_sigmoid_is_the_two_branch_formula_exactly(dtype, shape):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_numpy_sigmoid_of_one_number_gives_the_same_bits_as_of_many(dtype):
+    """One element takes a branch picked by its sign; each gives what the whole-array
+    formula gives that element, down to the sign of zero, for every awkward value."""
+    info = np.finfo(dtype)
+    values = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1e4, 1e4, 3.5, -3.5, 0.25, -0.25,
+                       info.tiny / 4, -info.tiny / 4, info.eps, -info.eps, 20.0, -20.0, 88.0, -88.0,
+                       -700.0, info.max, -info.max], dtype)
+    backend = NumpyBackend()
+    with np.errstate(over="raise", invalid="ignore"):
+        many = backend.unary("sigmoid", values)
+        for value, want in zip(values, many):
+            for shape in [(), (1,), (1, 1)]:
+                got = backend.unary("sigmoid", np.full(shape, value, dtype))
+                assert type(got) is np.ndarray and got.shape == shape and got.dtype == dtype
+                if np.isnan(want):
+                    assert np.isnan(got).all()
+                else:
+                    assert got.reshape(()).tobytes() == want.tobytes(), (value, got, want)
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int64])
 @pytest.mark.parametrize("shape", [(), (5,), (2049,), (300, 250), "strided"])
 def test_numpy_relu_is_maximum_with_zero_exactly_on_both_paths(dtype, shape):
