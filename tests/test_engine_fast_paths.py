@@ -451,6 +451,28 @@ def test_a_linear_layers_gradients_are_kept_without_a_copy(monkeypatch):
     np.testing.assert_allclose(w.grad.numpy(), dw, rtol=1e-12)
 
 
+def test_matmul_gradients_are_kept_without_a_copy_unless_they_are_views(monkeypatch):
+    from teachgrad.autograd import engine
+    copies = []
+    own_copy = engine._own_copy
+    monkeypatch.setattr(engine, "_own_copy", lambda a, backend: copies.append(a.shape) or own_copy(a, backend))
+    rng = np.random.default_rng(4)
+    xs, ws, r = rng.standard_normal((5, 4)), rng.standard_normal((4, 3)), rng.standard_normal((5, 3))
+    x, w = tg.tensor(xs, requires_grad=True), tg.tensor(ws, requires_grad=True)
+    ((x @ w) * tg.tensor(r)).sum().backward()
+    assert copies == []
+    np.testing.assert_allclose(x.grad.numpy(), r @ ws.T, rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), xs.T @ r, rtol=1e-12)
+    # W.T in the product: W's gradient comes back through the transpose as a view, so
+    # W gets its own copy; a 1-D operand's gradient is a squeezed view: copied too
+    w2 = tg.tensor(ws.T.copy(), requires_grad=True)
+    v = tg.tensor(xs[0], requires_grad=True)
+    ((v @ w2.T) * tg.tensor(r[0])).sum().backward()
+    assert sorted(copies) == [(3, 4), (4,)]
+    np.testing.assert_allclose(w2.grad.numpy(), np.outer(r[0], xs[0]), rtol=1e-12)
+    np.testing.assert_allclose(v.grad.numpy(), ws @ r[0], rtol=1e-12)
+
+
 def test_a_gradient_someone_else_holds_is_still_copied(monkeypatch):
     rng = np.random.default_rng(2)
     xs, ws = rng.standard_normal((4, 3)), rng.standard_normal((2, 3))

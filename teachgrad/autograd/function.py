@@ -288,10 +288,11 @@ class Function(metaclass=_FunctionMeta):
     #: like its primitives (``Backend.array_arithmetic``) the engine runs it on the arrays,
     #: a fraction of a microsecond per operation instead of a tensor operation each.
     formula_on_arrays: bool = False
-    #: True when every gradient the formula returns on arrays is a new array that nothing
-    #: else holds (a matrix product, a sum), never an incoming gradient or a saved input
-    #: passed on. A leaf may then keep it as its ``.grad`` without the copy the engine
-    #: otherwise makes (PyTorch's AccumulateGrad takes such a gradient over, too).
+    #: True when every gradient the formula returns is a new array that nothing else holds
+    #: (a matrix product, a sum) or a view of one, never an incoming gradient or a saved
+    #: input passed on. A leaf may then keep such an array (not a view) as its ``.grad``
+    #: without the copy the engine otherwise makes (PyTorch's AccumulateGrad takes such a
+    #: gradient over, too).
     fresh_gradients: bool = False
 
     @staticmethod

@@ -28,6 +28,7 @@ def check_matmul_shapes(a: Tensor, b: Tensor) -> None:
 
 class MatMul(Function):
     rule = "∂(A@B)/∂A = grad @ Bᵀ,  ∂(A@B)/∂B = Aᵀ @ grad"
+    fresh_gradients = True  # (matrix products, or views of them, which the engine copies)
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, b: Tensor):
