@@ -205,10 +205,7 @@ class InPlaceMethods:
     def addcmul_(self, tensor1: Any, tensor2: Any, *, value: float = 1) -> "Tensor":
         """``self += value * tensor1 * tensor2`` (Adam's ``v.mul_(β2).addcmul_(g, g, value=1-β2)``)."""
         check_pointwise("addcmul_", {"tensor1": tensor1, "tensor2": tensor2}, {"value": value})
-        if self._one_backend_call(tensor1, tensor2):
-            self._backend.addcmul_inplace(self._array, tensor1._array, tensor2._array,
-                                          number_in_dtype(value, self.dtype))
-            self._bump_version()
+        if self._update_in_one_call(self._backend.addcmul_inplace, (tensor1, tensor2), value):
             return self
         return self._add_scaled(F.mul(tensor1, tensor2), value)
 
@@ -216,26 +213,27 @@ class InPlaceMethods:
         """``self += value * tensor1 / tensor2`` (Adam's ``θ.addcdiv_(m, denominator, value=-lr)``)."""
         check_pointwise("addcdiv_", {"tensor1": tensor1, "tensor2": tensor2}, {"value": value})
         check_true_division("addcdiv_", tensor1, tensor2)
-        if self._one_backend_call(tensor1, tensor2):
-            self._backend.addcdiv_inplace(self._array, tensor1._array, tensor2._array,
-                                          number_in_dtype(value, self.dtype))
-            self._bump_version()
+        if self._update_in_one_call(self._backend.addcdiv_inplace, (tensor1, tensor2), value):
             return self
         return self._add_scaled(F.div(tensor1, tensor2), value)
 
-    def _one_backend_call(self, *others: "Tensor") -> bool:
-        """Whether an update of this tensor from ``others`` can be one backend call: nothing
-        for autograd to record (the general path records it, or raises the leaf rule's
-        error), and every tensor of this one's floating-point dtype, shape and device."""
+    def _update_in_one_call(self, update: Any, others: tuple, number: float) -> bool:
+        """Run ``update`` (a ``Backend.*_inplace`` method of this tensor's backend) on this
+        tensor's array, those of ``others`` and ``number`` in this dtype, when the update
+        can be that one call: nothing for autograd to record (the general path records it,
+        or raises the leaf rule's error), and every tensor of this one's floating-point
+        dtype, shape and device. True when it ran."""
         if grad_mode._enabled and (self.requires_grad or any(t.requires_grad for t in others)):
             return False
-        dtype, shape, device = self.dtype, self.shape, self.device
+        dtype, shape, device = self.dtype, self._array.shape, self.device
         if not dtype.is_floating_point:
             return False
         for t in others:
-            if t.dtype is not dtype or t.device != device or t.shape != shape:
-                return False
+            if t.dtype is not dtype or t.device is not device or t._array.shape != shape:
+                return False  # (a device equal but not the same object: the general path)
         self._check_writable()
+        update(self._array, *[t._array for t in others], number_in_dtype(number, dtype))
+        self._bump_version()
         return True
 
     def _add_scaled(self, new: "Tensor", value: float) -> "Tensor":
@@ -258,9 +256,7 @@ class InPlaceMethods:
         if per_element:  # (a weight per element: lerp's formula, then one copy)
             return self._inplace(F.lerp(self, end, weight))
         weight = number_in_dtype(weight, self.dtype)
-        if self._one_backend_call(end):
-            self._backend.lerp_inplace(self._array, end._array, weight)
-            self._bump_version()
+        if self._update_in_one_call(self._backend.lerp_inplace, (end,), weight):
             return self
         diff = end - self  # the one new array
         self._check_inplace_result(tuple(diff.shape), self.dtype)  # (end may not widen self)
