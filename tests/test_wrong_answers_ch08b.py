@@ -245,6 +245,35 @@ def test_access_map_draws_writers_atomics_and_reads():
         AccessMap(record_accesses(good, 1, 4, values, np.zeros(NBINS, np.int64)), arrays=["nope"])
 
 
+def test_access_map_draws_every_element_of_a_long_or_wide_array():
+    """A 1-D array longer than a row wraps (every element drawn, each row labelled with
+    its first index); a 2-D array wider than that keeps all its columns."""
+    import re
+
+    from teachgrad.kernels.record import record_accesses
+    from teachgrad.widgets import AccessMap
+
+    conv1d = define(solution_source(NOTEBOOK, "conv1d"), "conv1d")
+    x, w = np.arange(1.0, 41.0), np.ones(2 * RADIUS + 1)
+    svg = AccessMap(record_accesses(conv1d, 2, THREADS, x, w, np.zeros(x.size)),
+                    arrays=["x", "out"]).to_svg()
+    for name in ("x", "out"):
+        drawn = sorted(int(k) for k in re.findall(rf"<title>{name}\[(\d+)\]:", svg))
+        assert drawn == list(range(40)), (name, drawn)
+    assert ">[32]<" in svg and ">[0]<" in svg  # the wrapped rows say where they start
+    assert "out[39]: written by t39, read 0x" in svg
+
+    @cuda.jit
+    def fill_rows(out):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            for j in range(out.shape[1]):
+                out[i, j] = i
+    svg = AccessMap(record_accesses(fill_rows, 1, 4, np.zeros((3, 40)))).to_svg()
+    assert len(re.findall(r"<title>out\[\d+, \d+\]:", svg)) == 120
+    assert "out[2, 39]: written by t2, read 0x" in svg
+
+
 # -- 8b.7 im2col --------------------------------------------------------------------------------
 
 def im2col_kernel(*, swapped=False, width_off_by_one=False, one_pass=False):

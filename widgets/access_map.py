@@ -6,7 +6,8 @@
     AccessMap(record)                   # every array argument of the kernel
     AccessMap(record, arrays=["bins"])  # just one
 
-One grid per array (a row of cells for a 1-D array). A cell's colour is the
+One grid per array (rows of at most 32 cells for a 1-D array, each row
+labelled with its first index; a 2-D array keeps its shape). A cell's colour is the
 block of the thread that wrote it (white: never written, red: written by
 several threads without an atomic); its label is that thread's global number
 ``tN`` (``A`` for atomic updates, with their count), and the small number under
@@ -40,6 +41,16 @@ def _cell_label(record: Any, name: str, index: tuple, writers: dict, atomics: np
     return _svg.category_colour(block), f"t{record.global_thread(access)}"
 
 
+def _cells(values: np.ndarray) -> list[tuple[tuple, int, int]]:
+    """(index, row, column) of every element: a 1-D array wraps into rows of
+    ``MAX_COLUMNS`` cells (so a long one is drawn whole, not cut off); a 2-D
+    array keeps its own rows and columns."""
+    if values.ndim == 1:
+        return [((k,), k // MAX_COLUMNS, k % MAX_COLUMNS) for k in range(values.size)]
+    grid = values.reshape(values.shape[0], -1)
+    return [((r, c), r, c) for r in range(grid.shape[0]) for c in range(grid.shape[1])]
+
+
 def draw_access_map(record: Any, arrays: Sequence[str] | None = None) -> str:
     """SVG of an :class:`~teachgrad.kernels.record.AccessRecord` (global arrays only)."""
     names = list(arrays) if arrays is not None else list(record.arrays)
@@ -51,7 +62,6 @@ def draw_access_map(record: Any, arrays: Sequence[str] | None = None) -> str:
     width = 300
     for name in names:
         values = record.arrays[name]
-        grid = values.reshape(1, -1) if values.ndim == 1 else values.reshape(values.shape[0], -1)
         writers: dict[tuple, list] = {}
         for access in record.of(name, "W"):
             who = writers.setdefault(access.index, [])
@@ -61,19 +71,23 @@ def draw_access_map(record: Any, arrays: Sequence[str] | None = None) -> str:
         reads = record.counts(name, "R")
         body.append(_svg.text(4, y + 6, f"{name} {list(values.shape)}", 11, "start", "bold"))
         y += 14
-        rows, cols = grid.shape
-        for r in range(rows):
-            for c in range(min(cols, MAX_COLUMNS)):
-                index = (c,) if values.ndim == 1 else (r, c)
-                fill, label = _cell_label(record, name, index, writers, atomics)
-                x0, y0 = 10 + c * CELL, y + r * (CELL + 2)
-                tip = f"{name}{list(index)}: written by {label or 'nobody'}, read {int(reads[index])}x"
-                body.append(_svg.rect(x0, y0, CELL - 2, CELL, fill, "#999999", title=tip))
-                body.append(_svg.text(x0 + CELL / 2 - 1, y0 + CELL * 0.38, label, 8))
-                if reads[index]:
-                    body.append(_svg.text(x0 + CELL / 2 - 1, y0 + CELL * 0.78, str(int(reads[index])),
-                                          7, fill="#666666"))
-            width = max(width, 20 + min(cols, MAX_COLUMNS) * CELL)
+        cells = _cells(values)
+        wrapped = values.ndim == 1 and values.size > MAX_COLUMNS
+        left = 34 if wrapped else 10  # room for each wrapped row's first index
+        rows = 1 + max((row for _, row, _ in cells), default=0)
+        for index, row, col in cells:
+            fill, label = _cell_label(record, name, index, writers, atomics)
+            x0, y0 = left + col * CELL, y + row * (CELL + 2)
+            if wrapped and col == 0:
+                body.append(_svg.text(left - 4, y0 + CELL / 2, f"[{index[0]}]", 8, "end",
+                                      fill="#666666"))
+            tip = f"{name}{list(index)}: written by {label or 'nobody'}, read {int(reads[index])}x"
+            body.append(_svg.rect(x0, y0, CELL - 2, CELL, fill, "#999999", title=tip))
+            body.append(_svg.text(x0 + CELL / 2 - 1, y0 + CELL * 0.38, label, 8))
+            if reads[index]:
+                body.append(_svg.text(x0 + CELL / 2 - 1, y0 + CELL * 0.78, str(int(reads[index])),
+                                      7, fill="#666666"))
+            width = max(width, left + 10 + (col + 1) * CELL)
         y += rows * (CELL + 2) + 10
     return _svg.document(width + 10, y, body, "access-map")
 

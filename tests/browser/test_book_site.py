@@ -38,7 +38,8 @@ def assert_site_healthy(report, log: PageLog) -> None:
 def write_demo_notebook(path: Path) -> None:
     """A one-cell-per-feature notebook, executed so it stores outputs and widget state."""
     cells = [
-        nbformat.v4.new_markdown_cell("# Demo\n\nThe area of a circle is $\\pi r^2$."),
+        nbformat.v4.new_markdown_cell("# Demo\n\nThe area of a circle is $\\pi r^2$. "
+                                      "ONNX's site is https://onnx.ai/."),
         nbformat.v4.new_code_cell("import ipywidgets\nipywidgets.IntSlider(value=3, description='steps')"),
         nbformat.v4.new_code_cell(
             "from IPython.display import SVG\n"
@@ -73,6 +74,8 @@ def test_book_pipeline_draws_widgets_offline(demo_site, page_and_log, screenshot
     slider.wait_for(state="visible")
     assert page.locator("button.jupyter-button", has_text="step").is_visible()
     assert page.locator("mjx-container svg").first.is_visible()  # maths typeset from the vendored MathJax
+    # a bare address in the text is a link (MyST's linkify), without the full stop after it
+    assert page.locator('a[href="https://onnx.ai/"]').count() == 1
     note = page.locator(".teachgrad-static-note").first
     assert note.is_visible() and "work when you run this chapter in JupyterLab" in note.inner_text()
     screenshot(page, "demo_page")
@@ -91,6 +94,8 @@ def test_every_book_page_loads_with_working_links(book_site, page_and_log, scree
         page.goto(url + name)
         page.wait_for_timeout(1000)
         screenshot(page, Path(name).stem)
+    page.goto(url + "notebooks/15_the_ecosystem.html")
+    assert page.locator('a[href="https://onnx.ai/"]').count() >= 1, "bare addresses are not links"
     assert_site_healthy(report, log)
 
 
