@@ -15,7 +15,6 @@ import math
 import os
 import sys
 import tempfile
-from collections import namedtuple
 
 import numpy as np
 import torch
@@ -27,6 +26,8 @@ from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 from torch.utils.tensorboard.summary import histogram  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from sample_description import describe as describe_sample, samples  # noqa: E402
 OUT = os.path.join(ROOT, "tests", "fixtures", "torch_rough_edges.json")
 rng = np.random.default_rng(21)
 
@@ -83,39 +84,8 @@ def histogram_cases() -> list[dict]:
 
 
 # -- DataLoader(batch_size=None) --------------------------------------------------------
-Point = namedtuple("Point", ["x", "y"])
-
-
 def describe(value) -> dict:
-    """A value's structure and contents, library-neutral (the test describes teachgrad's
-    the same way)."""
-    if isinstance(value, torch.Tensor):
-        return {"tensor": str(value.dtype).replace("torch.", ""), "shape": list(value.shape),
-                "values": value.tolist()}
-    if isinstance(value, np.ndarray):
-        return {"ndarray": value.dtype.str, "values": value.tolist()}
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return {"namedtuple": type(value).__name__,
-                "fields": {k: describe(v) for k, v in zip(value._fields, value)}}
-    if isinstance(value, (list, tuple)):
-        return {type(value).__name__: [describe(v) for v in value]}
-    if isinstance(value, dict):
-        return {"dict": {k: describe(v) for k, v in value.items()}}
-    if isinstance(value, np.generic):
-        return {"numpy scalar": value.dtype.str, "value": value.item()}
-    return {"python": type(value).__name__, "value": value}
-
-
-def samples() -> list:
-    return [
-        (np.array([1.5, 2.5], dtype=np.float32), 3),
-        {"x": np.arange(3), "label": "cat", "w": 0.5},
-        [np.float64(2.0), np.array(True), [np.array([[1, 2]]), "s"], (1.0, np.array([4.0]))],
-        Point(np.array([1.0]), 2),
-        np.array(["a", "b"]),
-        7,
-        np.float32(-1.25),
-    ]
+    return describe_sample(value, torch.Tensor, lambda t: str(t.dtype).replace("torch.", ""))
 
 
 def loader_cases() -> dict:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections import namedtuple
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sample_description import describe as describe_sample, samples
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import teachgrad as tg
@@ -108,38 +108,8 @@ def test_bad_bins_are_refused(options, error, tmp_path):
 
 
 # -- DataLoader(batch_size=None) ----------------------------------------------------------
-Point = namedtuple("Point", ["x", "y"])  # the name the recording used
-
-
-def samples() -> list:
-    """The samples scripts/record_rough_edges.py gave PyTorch."""
-    return [
-        (np.array([1.5, 2.5], dtype=np.float32), 3),
-        {"x": np.arange(3), "label": "cat", "w": 0.5},
-        [np.float64(2.0), np.array(True), [np.array([[1, 2]]), "s"], (1.0, np.array([4.0]))],
-        Point(np.array([1.0]), 2),
-        np.array(["a", "b"]),
-        7,
-        np.float32(-1.25),
-    ]
-
-
 def describe(value) -> dict:
-    """The recording's description of a value, for teachgrad's types."""
-    if isinstance(value, tg.Tensor):
-        return {"tensor": value.dtype.name, "shape": list(value.shape), "values": value.tolist()}
-    if isinstance(value, np.ndarray):
-        return {"ndarray": value.dtype.str, "values": value.tolist()}
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return {"namedtuple": type(value).__name__,
-                "fields": {k: describe(v) for k, v in zip(value._fields, value)}}
-    if isinstance(value, (list, tuple)):
-        return {type(value).__name__: [describe(v) for v in value]}
-    if isinstance(value, dict):
-        return {"dict": {k: describe(v) for k, v in value.items()}}
-    if isinstance(value, np.generic):
-        return {"numpy scalar": value.dtype.str, "value": value.item()}
-    return {"python": type(value).__name__, "value": value}
+    return describe_sample(value, tg.Tensor, lambda t: t.dtype.name)
 
 
 def test_no_batching_converts_each_sample_as_pytorch():
