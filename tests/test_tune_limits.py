@@ -3,7 +3,7 @@ that cannot be sampled) before any trial, and a trial that hangs does not hang t
 from __future__ import annotations
 
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
 
@@ -119,3 +119,31 @@ def test_space_that_cannot_be_sampled_names_the_hyperparameter() -> None:
     # wide but representable: fine
     config = tune.sample({"shift": tune.uniform(-1e307, 1e307)}, __import__("numpy").random.default_rng(0))
     assert abs(config["shift"]) <= 1e307
+
+
+class QuietFutures(Executor):
+    """An executor whose futures never say they run, as Dask's: the search's clock for a
+    trial then starts when it begins waiting for that trial."""
+
+    def __init__(self, max_workers: int) -> None:
+        self.threads = ThreadPoolExecutor(max_workers)
+
+    def submit(self, fn, *args, **kwargs):
+        quiet = Future()
+        self.threads.submit(fn, *args, **kwargs).add_done_callback(
+            lambda f: quiet.set_result(f.result()))
+        return quiet
+
+    def shutdown(self, wait=True, **kwargs):
+        self.threads.shutdown(wait=wait)
+
+
+def test_trial_timeout_with_futures_that_never_say_they_run() -> None:
+    space = {"x": tune.uniform(-2.0, 2.0), "seconds": tune.choice([0.0, 0.0, 2.5])}
+    with QuietFutures(max_workers=6) as pool:
+        start = time.perf_counter()
+        result = tune.random_search(sleepy_objective, space, 6, 1, executor=pool, seed=0,
+                                    trial_timeout=0.4)
+        elapsed = time.perf_counter() - start
+    assert [t.timed_out for t in result.trials] == [t.config["seconds"] > 0 for t in result.trials]
+    assert elapsed < 2.4
