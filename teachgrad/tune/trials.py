@@ -100,8 +100,8 @@ class SearchResult:
 
     def summary(self) -> str:
         best = self.best_trial
-        text = (f"{self.method}: {len(self.trials)} trials ({len(self.failed)} failed, "
-                f"{len(self.timed_out)} of them timed out), "
+        timed_out = f", {len(self.timed_out)} of them timed out" if self.timed_out else ""
+        text = (f"{self.method}: {len(self.trials)} trials ({len(self.failed)} failed{timed_out}), "
                 f"total budget {self.total_budget:g}")
         if best is not None:
             text += f", best loss {best.loss:.4g} at budget {best.budget:g} with {best.config}"
