@@ -184,3 +184,29 @@ def test_a_model_that_cannot_run_at_other_sizes_warns(tmp_path):
     with pytest.warns(UserWarning, match=r"traced again with its dynamic axes longer.*fails there"):
         tg.onnx.export(lambda x: x @ weight, (tg.randn(2, 4),), str(tmp_path / "m.onnx"),
                        dynamic_axes={"x": [1]})
+
+
+def test_expand_keeps_a_dynamic_size_and_refuses_one_made_from_size_one(tmp_path):
+    def repeat_rows(x):  # (B, C) -> (B, 3, C): the batch comes from x itself
+        return x.unsqueeze(1).expand(-1, 3, -1) * 2.0
+
+    path = str(tmp_path / "e.onnx")
+    tg.onnx.export(repeat_rows, (tg.randn(2, 4),), path, dynamic_axes={"x": [0, 1], "output": [0, 2]})
+    check_against_eager(repeat_rows, path, [(tg.randn(n, c),) for n, c in ((2, 4), (5, 1), (1, 7))], ["x"])
+
+    row = tg.randn(1, 4)
+    with pytest.raises(UnsupportedOperatorError, match=r"the expand \(node 'expand'\) makes a size "
+                                                       r"that follows a dynamic axis from a size-1"):
+        tg.onnx.export(lambda x: x + row.expand(x.shape[0], 4), (tg.randn(3, 4),), path,
+                       dynamic_axes={"x": [0]})
+
+
+@pytest.mark.parametrize("opset", [13, 15, 17])
+def test_layers_export_at_every_supported_opset(opset, tmp_path):
+    model = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1, dilation=1), nn.MaxPool2d(2, dilation=1),
+                          nn.AvgPool2d(2, padding=1), nn.Flatten())
+    path = str(tmp_path / f"o{opset}.onnx")
+    proto = tg.onnx.export(model, (tg.randn(2, 2, 8, 8),), path, opset_version=opset,
+                           dynamic_axes={"input": [0], "output": [0]})
+    assert proto.opset_import[0].version == opset
+    check_against_eager(model, path, [(tg.randn(n, 2, 8, 8),) for n in (1, 3)], ["input"])
