@@ -51,8 +51,9 @@ def test_add_histogram_counts_match_numpy(tmp_path: Path) -> None:
     assert histo.step == 3
     h = histo.histogram_value
     counts, edges = np.histogram(values, bins=10)
-    assert list(h.bucket) == counts.tolist()
-    np.testing.assert_allclose(h.bucket_limit, edges[1:])
+    # as torch.utils.tensorboard lays them out: an empty bucket whose right edge is the left one
+    assert list(h.bucket) == [0] + counts.tolist()
+    np.testing.assert_allclose(h.bucket_limit, edges)
     assert h.num == 1000 and h.min == values.min() and h.max == values.max()
     assert h.sum == pytest.approx(values.sum()) and h.sum_squares == pytest.approx((values**2).sum())
 

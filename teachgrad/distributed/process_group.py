@@ -11,6 +11,7 @@ messages: :func:`wait`, which gives up with an error instead of hanging when
 """
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import sys
@@ -28,6 +29,7 @@ from . import timeline
 ALLREDUCE_ALGORITHMS = ("mpi", "ring")
 DEFAULT_TIMEOUT = timedelta(minutes=5)
 _FAULT_TAG = 77
+_EXIT_TAG = 78  # "I am leaving": sent by a rank whose script ends (or that leaves the group)
 _CHECK_EVERY = 0.01  # seconds between looks for fault notices while spinning
 
 
@@ -55,6 +57,7 @@ class _Group:
 
 _group: _Group | None = None
 _failed_ranks: dict[int, str] = {}
+_exited_ranks: dict[int, str] = {}  # rank -> how it left, from its exit notice
 
 
 def _mpi() -> Any:
@@ -105,7 +108,9 @@ def init_process_group(backend: str = "mpi", init_method: str | None = None,
     _group = _Group(world.Dup(), world.Dup(), world.Get_rank(), world.Get_size(), seconds,
                     allreduce)
     _failed_ranks.clear()
+    _exited_ranks.clear()
     sys.excepthook = _report_failure
+    atexit.register(_announce_exit, "its script ended")  # runs before mpi4py's MPI_Finalize
     timeline.start(_group.rank, _group.size)
 
 
@@ -157,6 +162,7 @@ def destroy_process_group() -> None:
     """Leave the group (the MPI library itself stays up until the process exits)."""
     global _group
     g = group()
+    _announce_exit("it called destroy_process_group()")
     timeline.stop()
     g.comm.Free()
     g.faults.Free()
@@ -183,14 +189,40 @@ def wait(requests: Sequence[Any], what: str) -> None:
         if now >= next_look:
             raise_if_a_rank_failed(what)
             if now - start > g.timeout:
-                raise DistributedError(
-                    f"rank {g.rank}: {what} timed out after {g.timeout:g} s: another rank never "
-                    "joined it (it may have died, be stuck, or be running a different "
-                    "collective). Fix: make every rank call the same collectives in the same "
-                    "order; raise the timeout in init_process_group(timeout=...) if a rank "
-                    "is just slow")
+                raise DistributedError(f"rank {g.rank}: {what} timed out after {g.timeout:g} s: "
+                                       + _who_is_missing(g))
             next_look = now + _CHECK_EVERY
         os.sched_yield()
+
+
+def _who_is_missing(g: _Group) -> str:
+    """The end of a timeout's message: the ranks that left the job, if any said so."""
+    _collect_notices(g)
+    gone = sorted(r for r in _exited_ranks if r != g.rank)
+    if gone:
+        how = "; ".join(f"rank {r}: {_exited_ranks[r]}" for r in gone)
+        names = ", ".join(str(r) for r in gone)
+        return (f"rank{'s' if len(gone) > 1 else ''} {names} left the job without joining it "
+                f"({how}). Fix: make every rank call the same collectives in the same order "
+                "(an early return or a rank-dependent if skips one on some ranks)")
+    return ("another rank never joined it (it may have died, be stuck, or be running a "
+            "different collective). Fix: make every rank call the same collectives in the same "
+            "order; raise the timeout in init_process_group(timeout=...) if a rank is just slow")
+
+
+def _announce_exit(how: str) -> None:
+    """Tell every other rank that this one is leaving (once), so that a rank still waiting
+    for it can name it when its collective times out."""
+    g = _group
+    if g is None or g.rank in _exited_ranks:
+        return
+    _exited_ranks[g.rank] = how
+    requests = [g.faults.isend(how, dest=other, tag=_EXIT_TAG)
+                for other in range(g.size) if other != g.rank]
+    deadline = time.perf_counter() + 1.0  # a short message: sent at once unless MPI is gone
+    MPI = _mpi()
+    while requests and not MPI.Request.Testall(requests) and time.perf_counter() < deadline:
+        time.sleep(0.001)
 
 
 def raise_if_a_rank_failed(what: str) -> None:
@@ -213,6 +245,9 @@ def _collect_notices(g: _Group) -> None:
     while g.faults.Iprobe(source=MPI.ANY_SOURCE, tag=_FAULT_TAG, status=status):
         source = status.Get_source()
         _failed_ranks[source] = g.faults.recv(source=source, tag=_FAULT_TAG)
+    while g.faults.Iprobe(source=MPI.ANY_SOURCE, tag=_EXIT_TAG, status=status):
+        source = status.Get_source()
+        _exited_ranks[source] = g.faults.recv(source=source, tag=_EXIT_TAG)
 
 
 def _report_failure(exc_type: type, exc: BaseException, tb: Any) -> None:

@@ -25,20 +25,32 @@ def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
 
 
 def _norm_type(norm_type: float | str) -> float:
-    if norm_type in ("inf", "Inf"):
-        return math.inf
-    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or norm_type <= 0:
-        raise ValueError(f"norm_type must be a positive number or inf, got {norm_type!r}")
-    return float(norm_type)
+    """A positive order, inf (``"inf"`` too) or 0, which counts nonzero elements as PyTorch's
+    ``vector_norm`` does. Negative orders, which PyTorch also takes, are refused: the
+    smallest magnitudes would decide the clipping, and any zero gradient makes it 0."""
+    value = norm_type
+    if isinstance(norm_type, str) and norm_type.lower() in ("inf", "+inf"):
+        value = math.inf
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"norm_type must be a positive number or inf, got {norm_type!r} (or 0, "
+                         "which counts the nonzero gradients, as in PyTorch; teachgrad refuses "
+                         "the negative orders PyTorch takes: any zero gradient makes their norm 0)")
+    return float(value)
 
 
 def _vector_norm(t: Tensor, p: float) -> Tensor:
-    """``||t||_p`` over every element (``p`` = inf: the largest magnitude), as a 0-d tensor."""
+    """``||t||_p`` over every element, as ``torch.linalg.vector_norm``, as a 0-d tensor.
+
+    ``p`` = inf: the largest magnitude; 0: how many elements are not zero (the
+    "0-norm", not a norm at all, but what PyTorch computes); otherwise ``(Σ|t|^p)^(1/p)``.
+    """
     magnitude = t.abs()
     if t.numel() == 0:
         return tg.zeros((), dtype=t.dtype, device=t.device)
     if p == math.inf:
         return magnitude.max()
+    if p == 0:
+        return (magnitude != 0).to(t.dtype).sum()
     return (magnitude ** p).sum() ** (1.0 / p)
 
 
@@ -50,6 +62,9 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     The norm is taken over all gradients together, as if concatenated into one
     vector; the factor is ``max_norm / (total_norm + 1e-6)``, capped at 1 (small
     gradients are left alone). Returns the total norm *before* clipping.
+    ``norm_type`` is the order: 2 (Euclidean), any positive number, ``inf`` (the
+    largest magnitude) or 0 (as PyTorch: each gradient's count of nonzero elements,
+    then the count of gradients where that is not zero).
     """
     p = _norm_type(norm_type)
     if isinstance(max_norm, bool) or not isinstance(max_norm, (int, float)):

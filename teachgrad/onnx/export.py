@@ -10,30 +10,22 @@ before anything is written.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..jit.ir import Graph, Node, Ref
-from ..jit.ops import Compare
+import teachgrad as tg
+
+from ..jit.ir import Graph, Ref
 from ..jit.traced import trace_graph
 from ..jit.tracer import as_inputs
-from ..ops import activation, convert, elementwise as ew, linalg, reduce as red, shape as sh
+from ..tensor import Tensor
+from .layers import layers_as_nodes
+from .writer import UnsupportedOperatorError, Writer
 
 DEFAULT_OPSET = 17
 SUPPORTED_OPSETS = range(13, 18)  # ReduceSum takes axes as an input from 13; ReduceMean until 17
-
-SAME_NAME = {ew.Add: "Add", ew.Sub: "Sub", ew.Mul: "Mul", ew.Div: "Div", ew.Pow: "Pow",
-             ew.Neg: "Neg", ew.Exp: "Exp", ew.Log: "Log", ew.Sqrt: "Sqrt", ew.Abs: "Abs",
-             ew.Sin: "Sin", ew.Cos: "Cos", ew.Tanh: "Tanh", ew.Sigmoid: "Sigmoid",
-             ew.Relu: "Relu", ew.Sign: "Sign", ew.Maximum: "Max", ew.Minimum: "Min",
-             linalg.MatMul: "MatMul", ew.Where: "Where",
-             sh.Contiguous: "Identity", sh.Clone: "Identity", convert.ToDevice: "Identity"}
-COMPARE = {"eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual"}
-
-
-class UnsupportedOperatorError(RuntimeError):
-    """The graph uses an operation the exporter cannot write as ONNX."""
 
 
 def _onnx() -> Any:
@@ -43,100 +35,6 @@ def _onnx() -> Any:
         raise ImportError("tg.onnx.export needs the onnx package. Fix: pip install "
                           "'teachgrad[onnx]' (onnx and onnxruntime).") from None
     return onnx
-
-
-class _Writer:
-    """Turns graph nodes into ONNX nodes and initializers, one translation per Function."""
-
-    def __init__(self, graph: Graph, onnx: Any) -> None:
-        self.graph, self.onnx, self.helper = graph, onnx, onnx.helper
-        self.nodes: list = []
-        self.initializers: list = []
-        self.names: dict[Ref, str] = {}
-
-    def name(self, ref: Ref) -> str:
-        return self.names[Ref(ref.node, ref.index)]
-
-    def constant(self, value: Any, dtype: Any, hint: str) -> str:
-        """A new initializer holding ``value`` (a Python number becomes a 0-d tensor)."""
-        name = f"{hint}_const{len(self.initializers)}"
-        array = np.asarray(value, dtype=dtype)
-        self.initializers.append(self.onnx.numpy_helper.from_array(array, name))
-        return name
-
-    def operand(self, value: Any, node: Node, dtype: str) -> str:
-        """An input of an ONNX node: a value's name, or a new constant of ``dtype``."""
-        if isinstance(value, Ref):
-            return self.name(value)
-        return self.constant(value, dtype, node.name)
-
-    def dtype_of(self, ref: Ref) -> str:
-        return self.graph.node(ref.node).meta[ref.index or 0].dtype
-
-    def emit(self, op: str, inputs: list[str], node: Node, outputs: list[str] | None = None,
-             **attrs: Any) -> None:
-        outs = outputs or [node.name]
-        self.nodes.append(self.helper.make_node(op, inputs, outs, name=f"{node.name}_{op}", **attrs))
-
-    def translate(self, node: Node) -> None:
-        t, a = node.target, node.args
-        op = lambda v: self.operand(v, node, node.meta[0].dtype)  # noqa: E731
-        ints = lambda v: self.constant(list(v), np.int64, node.name)  # noqa: E731
-        if t in SAME_NAME:
-            self.emit(SAME_NAME[t], [op(x) for x in a if x is not None], node)
-        elif t is Compare:
-            dtype = self.dtype_of(next(x for x in a[1:] if isinstance(x, Ref)))
-            operands = [self.operand(x, node, dtype) for x in a[1:]]
-            if a[0] == "ne":
-                self.emit("Equal", operands, node, [node.name + "_eq"])
-                self.emit("Not", [node.name + "_eq"], node)
-            else:
-                self.emit(COMPARE[a[0]], operands, node)
-        elif t is linalg.Linear:
-            x, w, b = (list(a) + [None])[:3]
-            if node.meta[0].shape and len(self.graph.node(x.node).meta[x.index or 0].shape) == 2:
-                self.emit("Gemm", [op(x), op(w)] + ([op(b)] if b is not None else []), node, transB=1)
-            else:  # a batch with more than one leading dimension: MatMul with Wᵀ
-                self.emit("Transpose", [op(w)], node, [node.name + "_wT"], perm=[1, 0])
-                out = [node.name + "_mm"] if b is not None else None
-                self.emit("MatMul", [op(x), node.name + "_wT"], node, out)
-                if b is not None:
-                    self.emit("Add", [node.name + "_mm", op(b)], node)
-        elif t in (activation.Softmax, activation.LogSoftmax):
-            self.emit(t.__name__, [op(a[0])], node, axis=int(a[1]))
-        elif t is red.Sum:
-            axes = [] if a[1] is None else [ints(a[1])]
-            self.emit("ReduceSum", [op(a[0])] + axes, node, keepdims=int(a[2]))
-        elif t is red.Mean or t is red.Amax:
-            kind = a[3] if len(a) > 3 else "max"  # Amax also runs amin, with "min"
-            name = "ReduceMean" if t is red.Mean else ("ReduceMax" if kind == "max" else "ReduceMin")
-            extra = {} if a[1] is None else {"axes": list(a[1])}
-            self.emit(name, [op(a[0])], node, keepdims=int(a[2]), **extra)
-        elif t is sh.Reshape:
-            source = self.graph.node(a[0].node).meta[a[0].index or 0].shape
-            shape = list(a[1])
-            if shape and source and shape[0] == source[0]:
-                shape[0] = 0  # ONNX: copy the input's size, so the batch dimension stays dynamic
-            self.emit("Reshape", [op(a[0]), ints(shape)], node)
-        elif t is sh.Permute:
-            self.emit("Transpose", [op(a[0])], node, perm=list(a[1]))
-        elif t is sh.Expand:
-            self.emit("Expand", [op(a[0]), ints(a[1])], node)
-        elif t is sh.Cat:
-            self.emit("Concat", [op(x) for x in a], node, axis=int(node.kwargs["dim"]))
-        elif t is convert.Cast:
-            to = self.helper.np_dtype_to_tensor_dtype(np.dtype(a[1].numpy))
-            self.emit("Cast", [op(a[0])], node, to=int(to))
-        elif t is ew.Clamp:
-            lo = "" if a[1] is None else op(a[1])
-            hi = "" if a[2] is None else op(a[2])
-            self.emit("Clip", [op(a[0]), lo, hi], node)
-        else:
-            raise UnsupportedOperatorError(
-                f"ONNX export: the operation {node.target_name} (node {node.name!r}) has no ONNX "
-                "translation in teachgrad's exporter. Fix: export the part of the model before it "
-                "(and compute it in your application), or express it with supported operations "
-                f"({', '.join(sorted(set(SAME_NAME.values())))}, Gemm, Softmax, Reshape, ...).")
 
 
 def _check_names(names: Sequence[str] | None, count: int, what: str, default: list[str]) -> list[str]:
@@ -178,6 +76,84 @@ def _value_info(helper: Any, name: str, meta: Any, symbolic: dict[int, str]) -> 
     return helper.make_tensor_value_info(name, elem, dims)
 
 
+def _trace(model: Any, inputs: tuple[Tensor, ...]) -> tuple[Graph, dict[str, str]]:
+    """The graph of ``model(*inputs)`` in eval mode, with whole layers as single nodes, and
+    for each node the layer it came from."""
+    origin: dict[int, str] = {}
+    was_training = getattr(model, "training", None)
+    if was_training:
+        model.eval()
+    try:
+        with layers_as_nodes(model, origin):
+            graph = trace_graph(model, inputs)
+    finally:
+        if was_training:
+            model.train()
+    return graph, {graph.nodes[i].name: where for i, where in origin.items() if i < len(graph.nodes)}
+
+
+#: how much longer each dynamic axis is in the second trace: a different factor per axis,
+#: so two axes of one size (batch 2, length 2) still tell apart there
+FACTORS = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29)
+
+
+def _repeated(t: Tensor, factors: dict[int, int]) -> Tensor:
+    """``t`` with axis ``a`` ``factors[a]`` times as long: its own values tiled, so token
+    ids stay valid and every size stays divisible as it was."""
+    reps = [factors.get(axis, 1) for axis in range(t.ndim)]
+    return tg.tensor(np.tile(t.detach().cpu().numpy(), reps), dtype=t.dtype, device=t.device)
+
+
+def _second_trace(model: Any, inputs: tuple, in_names: list[str], symbolic: dict,
+                  graph: Graph) -> Graph | None:
+    """The graph again with every dynamic input axis longer: the sizes that changed follow
+    the dynamic axes. Each axis name (``batch``) gets its own factor, so two axes of one
+    size still tell apart; when the model needs its axes to agree (``x * y`` with two
+    differently named batch axes), all are doubled instead. None (with a warning) when
+    the model does not trace the same way at the longer sizes."""
+    if not any(symbolic.get(n) for n in in_names):
+        return None
+    symbols = sorted({s for n in in_names for s in symbolic.get(n, {}).values()})
+    own = dict(zip(symbols, FACTORS * (len(symbols) // len(FACTORS) + 1)))
+    problem = ""
+    for factor_of in (own, {s: 2 for s in symbols}):
+        bigger = tuple(_repeated(t, {axis: factor_of[s] for axis, s in symbolic.get(n, {}).items()})
+                       for n, t in zip(in_names, inputs))
+        try:
+            other, _ = _trace(model, bigger)
+        except Exception as error:  # noqa: BLE001  (any failure only means: no second view)
+            problem = f"it fails there ({type(error).__name__}: {error})"
+            continue
+        if [(n.name, n.target) for n in other.nodes] == [(n.name, n.target) for n in graph.nodes]:
+            return other
+        problem = "it records other operations there"
+    warnings.warn(f"ONNX export: the model was traced again with its dynamic axes longer to find "
+                  f"the sizes that follow them, but {problem}. Sizes inside the graph (reshapes) "
+                  "are written as traced, so the file may only run at the example size.",
+                  UserWarning, stacklevel=3)
+    return None
+
+
+def _parameter_names(model: Any, graph: Graph, in_names: list[str], out_names: list[str]) -> set[str]:
+    """The names the file must keep: inputs, outputs and the model's parameters and buffers.
+    A user name equal to a parameter's would make two values of one name: refused."""
+    owned = set()
+    for getter in ("named_parameters", "named_buffers"):
+        if hasattr(model, getter):
+            owned.update(n for n, _ in getattr(model, getter)())
+    owned &= set(graph.constants)
+    for kind, names in (("input", in_names), ("output", out_names)):
+        clash = sorted(set(names) & owned)
+        if clash:
+            raise ValueError(f"{kind}_names: {clash[0]!r} is the name of a parameter of the model "
+                             "in the ONNX file. Fix: choose another name for the " + kind + ".")
+    both = sorted(set(in_names) & set(out_names))
+    if both:
+        raise ValueError(f"{both[0]!r} is both an input name and an output name; ONNX values "
+                         "have one name each. Fix: rename the output.")
+    return owned
+
+
 def export(model: Any, args: Any, f: Any, input_names: Sequence[str] | None = None,
            output_names: Sequence[str] | None = None, dynamic_axes: dict | None = None,
            opset_version: int = DEFAULT_OPSET) -> Any:
@@ -187,6 +163,8 @@ def export(model: Any, args: Any, f: Any, input_names: Sequence[str] | None = No
     ``input_names``/``output_names`` name the graph's values, and ``dynamic_axes``
     (``{"x": {0: "batch"}}`` or ``{"x": [0]}``) makes those axes symbolic. The model's
     IR version is the lowest the opset needs, so older onnxruntime builds load it.
+    With dynamic input axes the model is traced a second time with those axes longer,
+    to tell which sizes inside the graph follow them (see :mod:`teachgrad.onnx.writer`).
     Returns the ``onnx.ModelProto`` that was written.
     """
     onnx = _onnx()
@@ -196,14 +174,7 @@ def export(model: Any, args: Any, f: Any, input_names: Sequence[str] | None = No
     if not (isinstance(f, (str, os.PathLike)) or hasattr(f, "write")):
         raise TypeError(f"f must be a file path or a binary file, not {type(f).__name__}")
     inputs = as_inputs(args)
-    was_training = getattr(model, "training", None)
-    if was_training:
-        model.eval()
-    try:
-        graph = trace_graph(model, inputs)
-    finally:
-        if was_training:
-            model.train()
+    graph, origin = _trace(model, inputs)
     holders = graph.placeholders
     out = graph.output.args[0]
     out_refs = list(out) if isinstance(out, tuple) else [out]
@@ -214,27 +185,12 @@ def export(model: Any, args: Any, f: Any, input_names: Sequence[str] | None = No
     ranks = {n: len(h.meta[0].shape) for n, h in zip(in_names, holders)}
     ranks.update({n: len(m.shape) for n, m in zip(out_names, out_meta)})
     symbolic = _axes(dynamic_axes, ranks)
+    parameters = _parameter_names(model, graph, in_names, out_names)
+    other = _second_trace(model, inputs, in_names, symbolic, graph)
 
-    writer = _Writer(graph, onnx)
-    for name, h in zip(in_names, holders):
-        writer.names[Ref(h.name)] = name
-    for n in graph.nodes:  # translate everything first: an unsupported op writes nothing
-        if n.op == "get_attr":
-            writer.names[Ref(n.name)] = n.target
-            value = graph.constants[n.target].detach().cpu().numpy()
-            writer.initializers.append(onnx.numpy_helper.from_array(value, n.target))
-        elif n.op == "call_function":
-            for i in range(len(n.meta)):
-                writer.names[Ref(n.name, i if n.multi else None)] = n.name if not n.multi else f"{n.name}_{i}"
-            writer.translate(n)
-    for r, name in zip(out_refs, out_names):  # rename each output's producer to the output name
-        old = writer.name(r)
-        if old in in_names or old in graph.constants:
-            writer.nodes.append(onnx.helper.make_node("Identity", [old], [name], name=f"{name}_Identity"))
-            continue
-        for node in writer.nodes:
-            node.output[:] = [name if o == old else o for o in node.output]
-            node.input[:] = [name if i == old else i for i in node.input]
+    writer = Writer(graph, onnx, set(in_names) | set(out_names) | parameters, origin, other)
+    _translate(writer, graph, in_names, parameters)
+    _name_outputs(writer, graph, out_refs, out_names, in_names)
 
     onnx_graph = onnx.helper.make_graph(
         writer.nodes, getattr(model, "__name__", type(model).__name__),
@@ -251,6 +207,53 @@ def export(model: Any, args: Any, f: Any, input_names: Sequence[str] | None = No
     else:
         onnx.save(proto, os.fspath(f))
     return proto
+
+
+def _translate(writer: Writer, graph: Graph, in_names: list[str], parameters: set[str]) -> None:
+    """Every node into ONNX, before anything is written: an unsupported op writes nothing."""
+    onnx = writer.onnx
+    for name, h in zip(in_names, graph.placeholders):
+        writer.names[Ref(h.name)] = name
+    for n in graph.nodes:
+        if n.op == "get_attr":
+            _check_constant_size(writer, n)
+            writer.names[Ref(n.name)] = n.target if n.target in parameters else writer.fresh(n.target)
+            value = graph.constants[n.target].detach().cpu().numpy()
+            writer.initializers.append(onnx.numpy_helper.from_array(value, writer.names[Ref(n.name)]))
+        elif n.op == "call_function":
+            for i in range(len(n.meta)):
+                ref = Ref(n.name, i if n.multi else None)
+                writer.names[ref] = writer.fresh(n.name if not n.multi else f"{n.name}_{i}")
+            writer.translate(n)
+
+
+def _check_constant_size(writer: Writer, node: Any) -> None:
+    """A tensor made inside the model whose size follows a dynamic axis (``tg.ones(x.shape)``)
+    would be stored at the example's size: refused, with the way out."""
+    twin = writer.other.get(node.name) if writer.other is not None else None
+    if twin is not None and twin.meta[0].shape != node.meta[0].shape:
+        raise UnsupportedOperatorError(
+            f"ONNX export: the constant {node.target!r} {writer.where(node)} has a size that "
+            f"follows a dynamic axis ({list(node.meta[0].shape)} at the example size, "
+            f"{list(twin.meta[0].shape)} at another); the file would store one size. Fix: make it "
+            "from the input with tensor operations (x * 0 + 1 instead of tg.ones(x.shape)), or "
+            "keep that axis static.")
+
+
+def _name_outputs(writer: Writer, graph: Graph, out_refs: list[Ref], out_names: list[str],
+                  in_names: list[str]) -> None:
+    """Rename each output's producer to the output's name (an input or a parameter returned
+    as it is gets an Identity node instead)."""
+    onnx = writer.onnx
+    for r, name in zip(out_refs, out_names):
+        old = writer.name(r)
+        if old in in_names or graph.node(r.node).op == "get_attr" or old in out_names:
+            writer.nodes.append(onnx.helper.make_node("Identity", [old], [name], name=writer.fresh(f"{name}_Identity")))
+            continue
+        for node in writer.nodes:
+            node.output[:] = [name if o == old else o for o in node.output]
+            node.input[:] = [name if i == old else i for i in node.input]
+        writer.names[r] = name
 
 
 __all__ = ["export", "UnsupportedOperatorError", "DEFAULT_OPSET"]

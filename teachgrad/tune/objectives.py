@@ -6,6 +6,7 @@ or Dask's, can import it by name.
 from __future__ import annotations
 
 import math
+import time
 
 import teachgrad as tg
 
@@ -63,3 +64,10 @@ def quadratic_objective(config: dict, budget: float) -> float:
     if x < -2.5:
         return float("nan")
     return (x - 1.0) ** 2 + 1.0 / budget
+
+
+def sleepy_objective(config: dict, budget: float) -> float:
+    """:func:`quadratic_objective` after sleeping ``config["seconds"]`` (default 0): a trial
+    that hangs, for trying ``trial_timeout=``. Used by tests."""
+    time.sleep(float(config.get("seconds", 0.0)))
+    return quadratic_objective(config, budget)

@@ -20,6 +20,20 @@ from fractions import Fraction
 from numbers import Real
 
 
+#: The most trials one search may ask for. Each trial's configuration is drawn and kept
+#: before the first one runs, so a schedule of 1e12 trials would exhaust memory first.
+MAX_TRIALS = 1_000_000
+
+
+def check_trial_count(count: int, what: str) -> None:
+    if count > MAX_TRIALS:
+        shown = f"{count:,}" if count < 10**15 else f"{float(count):.3g}"
+        raise ValueError(f"{what} asks for {shown} trials, more than teachgrad.tune runs in one "
+                         f"search ({MAX_TRIALS:,}). Fix: ask for fewer (a smaller n_trials / "
+                         "n_configs, or a max_budget fewer powers of eta above its smallest rung), "
+                         "or split the search.")
+
+
 @dataclass(frozen=True)
 class Rung:
     """One round of successive halving: ``n`` configurations, ``budget`` each."""
@@ -72,18 +86,31 @@ def successive_halving_schedule(n: int, min_budget: float, max_budget: float, et
     low, high = check_budget("min_budget", min_budget), check_budget("max_budget", max_budget)
     if low > high:
         raise ValueError(f"min_budget ({min_budget}) > max_budget ({max_budget}). Fix: swap them")
-    return halving_rungs(n, low, eta, _floor_log(high / low, eta) + 1)
+    check_trial_count(n, "successive halving")
+    rungs = halving_rungs(n, low, eta, _floor_log(high / low, eta) + 1)
+    check_trial_count(sum(r.n for r in rungs), "successive halving")
+    return rungs
 
 
 def hyperband_schedule(max_budget: float, eta: int = 3) -> list[list[Rung]]:
     """Hyperband's brackets, most aggressive first: ``schedule[k]`` is bracket ``s = s_max - k``."""
     check_eta(eta)
     R = check_budget("max_budget", max_budget)
+    if R < eta:
+        raise ValueError(
+            f"hyperband: max_budget={max_budget} is less than eta={eta}, so there is no rung to "
+            "halve and the whole search would be a single trial. max_budget is the budget of one "
+            "full training counted in the smallest unit worth stopping at (e.g. 81 epochs, or "
+            "steps instead of epochs). Fix: give a max_budget of at least eta (eta**4 gives five "
+            "brackets), or use random_search for one budget.")
     s_max = _floor_log(R, eta)
+    if eta**s_max > MAX_TRIALS:  # its first rung alone: refused before building the rest
+        check_trial_count(eta**s_max, "hyperband's first bracket")
     B = (s_max + 1) * R
     brackets = []
     for s in range(s_max, -1, -1):
         n = math.ceil(B / R * Fraction(eta) ** s / (s + 1))
         r = R / Fraction(eta) ** s
         brackets.append(halving_rungs(n, r, eta, s + 1))
+    check_trial_count(sum(r.n for rungs in brackets for r in rungs), "hyperband")
     return brackets

@@ -35,6 +35,10 @@ class Distribution:
     def sample(self, rng: np.random.Generator) -> Any:
         raise NotImplementedError
 
+    def problem(self) -> str | None:
+        """Why this distribution cannot be sampled (None when it can); checked up front."""
+        return None
+
 
 @dataclass(frozen=True)
 class Uniform(Distribution):
@@ -43,6 +47,9 @@ class Uniform(Distribution):
 
     def sample(self, rng: np.random.Generator) -> float:
         return float(rng.uniform(self.low, self.high))
+
+    def problem(self) -> str | None:
+        return _span_problem("uniform", self.low, self.high)
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,17 @@ class Choice(Distribution):
         return self.options[int(rng.integers(len(self.options)))]
 
 
+def _span_problem(kind: str, low: float, high: float) -> str | None:
+    """numpy draws low + (high - low) * u: the width itself must be a finite float."""
+    with np.errstate(over="ignore"):
+        width = np.float64(high) - np.float64(low)
+    if not np.isfinite(width):
+        return (f"{kind}(low={low:g}, high={high:g}) spans more than the largest float (high - "
+                "low overflows), so no value can be drawn. Fix: narrow the range, or search "
+                "the sign and the magnitude separately (choice([-1, 1]) and loguniform)")
+    return None
+
+
 def _ordered(kind: str, low: float, high: float) -> None:
     if low > high:
         raise ValueError(f"{kind}(low={low}, high={high}): low > high. Fix: swap them")
@@ -81,7 +99,7 @@ def uniform(low: float, high: float) -> Uniform:
     """Any real number in ``[low, high]``, all equally likely."""
     low, high = _number("uniform low", low), _number("uniform high", high)
     _ordered("uniform", low, high)
-    return Uniform(low, high)
+    return Uniform(low, high)  # a span too wide for a float is refused with the space's name
 
 
 def loguniform(low: float, high: float) -> LogUniform:
@@ -115,13 +133,30 @@ def choice(options: Sequence[Any]) -> Choice:
 
 
 def validate_space(space: Any) -> dict:
-    """Check a space before any trial runs: a dict with string keys."""
+    """Check a space before any trial runs: a dict with string keys, and every distribution
+    one that can be sampled (tried once on a scratch generator); errors name the
+    hyperparameter."""
     if not isinstance(space, dict) or not space:
         raise TypeError(f"a search space is a non-empty dict of name -> distribution, got {space!r}")
     for name in space:
         if not isinstance(name, str):
             raise TypeError(f"search space names must be strings, got {name!r}")
+    for name, d in space.items():
+        if isinstance(d, Distribution):
+            _check_distribution(name, d)
     return space
+
+
+def _check_distribution(name: str, d: Distribution) -> None:
+    problem = d.problem()
+    if problem is None:
+        try:
+            with np.errstate(all="raise"):
+                d.sample(np.random.default_rng(0))
+        except Exception as err:  # noqa: BLE001  (any failure here would stop the search later)
+            problem = f"sampling it fails ({type(err).__name__}: {err})"
+    if problem is not None:
+        raise ValueError(f"search space: hyperparameter {name!r}: {problem}")
 
 
 def sample(space: dict, rng: np.random.Generator) -> dict:

@@ -11,9 +11,12 @@ from __future__ import annotations
 import inspect
 import math
 import pickle
+import signal
+import threading
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any, Callable, Iterator
@@ -24,7 +27,8 @@ class Trial:
     """One evaluation of one configuration at one budget.
 
     ``status`` is ``"ok"``, or ``"failed"`` when the objective raised (``error`` says
-    what) or returned NaN or infinity; a failed trial is never promoted nor best.
+    what), returned NaN or infinity, or ran past the search's ``trial_timeout``
+    (then ``timed_out`` is True); a failed trial is never promoted nor best.
     ``bracket``/``rung`` place it in successive halving (0 and 0 for random search);
     ``config_id`` is the same for every trial of one configuration.
     """
@@ -40,6 +44,7 @@ class Trial:
     bracket: int = 0
     rung: int = 0
     promoted: bool = False
+    timed_out: bool = False
 
 
 @dataclass
@@ -59,6 +64,10 @@ class SearchResult:
     @property
     def failed(self) -> list[Trial]:
         return [t for t in self.trials if t.status == "failed"]
+
+    @property
+    def timed_out(self) -> list[Trial]:
+        return [t for t in self.trials if t.timed_out]
 
     @property
     def best_trial(self) -> Trial | None:
@@ -91,21 +100,74 @@ class SearchResult:
 
     def summary(self) -> str:
         best = self.best_trial
-        text = (f"{self.method}: {len(self.trials)} trials ({len(self.failed)} failed), "
+        timed_out = f", {len(self.timed_out)} of them timed out" if self.timed_out else ""
+        text = (f"{self.method}: {len(self.trials)} trials ({len(self.failed)} failed{timed_out}), "
                 f"total budget {self.total_budget:g}")
         if best is not None:
             text += f", best loss {best.loss:.4g} at budget {best.budget:g} with {best.config}"
         return text
 
 
-def _evaluate(objective: Callable, config: dict, budget: float) -> tuple[Any, float, str]:
-    """Run one trial where the executor puts it; an exception becomes a failed result."""
+class TrialTimeout(BaseException):
+    """Raised inside an objective when its time is up (a BaseException, so an objective's
+    own ``except Exception`` cannot swallow it)."""
+
+
+def _time_up(signum: int, frame: Any) -> None:
+    raise TrialTimeout
+
+
+@contextmanager
+def _timer(seconds: float) -> Iterator[None]:
+    """Interrupt the code inside after ``seconds`` with :class:`TrialTimeout`.
+
+    A Unix timer signal reaches the main thread of a process only: that is where a
+    process pool's worker runs each trial. In a thread (a thread pool, a Dask worker)
+    nothing can interrupt Python code, and the search stops waiting instead
+    (:func:`_wait`)."""
+    previous = signal.signal(signal.SIGALRM, _time_up)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _timer_or_nothing(seconds: float | None) -> Any:
+    if (seconds is None or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
+        return nullcontext()
+    return _timer(seconds)
+
+
+def _evaluate(objective: Callable, config: dict, budget: float,
+              timeout: float | None = None) -> tuple[Any, float, str, bool]:
+    """Run one trial where the executor puts it: (loss, seconds, error, timed out).
+    An exception becomes a failed result; so does running past ``timeout`` seconds."""
     start = time.perf_counter()
     try:
-        loss = objective(config, budget)
+        with _timer_or_nothing(timeout):
+            loss = objective(config, budget)
+    except TrialTimeout:
+        return None, time.perf_counter() - start, _timeout_message(timeout), True
     except Exception as err:  # a diverging or crashing trial must not stop the search
-        return None, time.perf_counter() - start, f"{type(err).__name__}: {err}"
-    return loss, time.perf_counter() - start, ""
+        return None, time.perf_counter() - start, f"{type(err).__name__}: {err}", False
+    return loss, time.perf_counter() - start, "", False
+
+
+def _timeout_message(timeout: float | None) -> str:
+    return f"timed out: ran longer than trial_timeout={timeout:g} s"
+
+
+def check_timeout(trial_timeout: Any) -> float | None:
+    if trial_timeout is None:
+        return None
+    if isinstance(trial_timeout, bool) or not isinstance(trial_timeout, Real) \
+            or not math.isfinite(trial_timeout) or trial_timeout <= 0:
+        raise ValueError(f"trial_timeout must be a positive number of seconds or None, got "
+                         f"{trial_timeout!r}")
+    return float(trial_timeout)
 
 
 def check_objective(objective: Any, executor: Executor | None) -> None:
@@ -147,12 +209,38 @@ def executor_or_default(executor: Executor | None, max_workers: int | None) -> I
         yield pool
 
 
-def run_trials(objective: Callable, trials: list[Trial], executor: Executor) -> None:
+def _wait(future: Any, timeout: float | None, executor: Executor) -> tuple[Any, float, str, bool]:
+    """A trial's outcome, or a timed-out one once it has run ``timeout`` seconds.
+
+    The clock starts when the future says it runs (thread and process pools tell),
+    or, for futures that never say (Dask's), when the search starts waiting for it:
+    never sooner. A process pool's worker stops the trial itself on time; waiting
+    here is the backstop, so it allows twice as long there (a trial can be queued
+    behind one that is about to time out)."""
+    if timeout is None:
+        return future.result()
+    tells = isinstance(executor, (ThreadPoolExecutor, ProcessPoolExecutor))
+    limit = 2 * timeout + 1.0 if isinstance(executor, ProcessPoolExecutor) else timeout
+    started = None if tells else time.monotonic()
+    while True:
+        try:
+            return future.result(timeout=0.02)
+        except FutureTimeout:
+            pass
+        if started is None and future.running():
+            started = time.monotonic()
+        if started is not None and time.monotonic() - started > limit:
+            future.cancel()
+            return None, time.monotonic() - started, _timeout_message(timeout), True
+
+
+def run_trials(objective: Callable, trials: list[Trial], executor: Executor,
+               timeout: float | None = None) -> None:
     """Submit every trial, then fill in each one's loss, time and status in submission order."""
-    futures = [executor.submit(_evaluate, objective, t.config, t.budget) for t in trials]
+    futures = [executor.submit(_evaluate, objective, t.config, t.budget, timeout) for t in trials]
     for trial, future in zip(trials, futures):
-        loss, elapsed, error = future.result()
-        trial.time = elapsed
+        loss, elapsed, error, timed_out = _wait(future, timeout, executor)
+        trial.time, trial.timed_out = elapsed, timed_out
         if error:
             trial.status, trial.error = "failed", error
             continue

@@ -3,8 +3,10 @@
 Synchronous data-parallel SGD needs every rank to step with the *average* of
 the ranks' gradients. DDP arranges that with three pieces:
 
-1. At construction, rank 0's parameters and buffers are broadcast, so every
-   replica starts equal (and a replica with different shapes is refused).
+1. At construction, every rank's parameter list (names, shapes, dtypes, which are
+   trainable) and bucket size are compared, and a replica that differs is refused
+   on every rank; then rank 0's parameters and buffers are broadcast, so every
+   replica starts equal.
 2. The parameters are grouped into **buckets** of about ``bucket_cap_mb``, in
    reverse order of ``model.parameters()`` — roughly the order backward
    finishes their gradients.
@@ -71,7 +73,7 @@ class DistributedDataParallel(Module):
         if any(p.device.type != "cpu" for _, p in named):
             raise ValueError("DistributedDataParallel runs on CPU parameters only here. "
                              "Fix: model.cpu() before wrapping it")
-        _check_same_parameters(module)
+        _check_same_parameters(module, bucket_cap_mb)
         super().__init__()
         self.module = module
         self.broadcast_buffers = broadcast_buffers
@@ -185,22 +187,35 @@ def _make_buckets(named: list, cap_bytes: float) -> list[_Bucket]:
     return buckets
 
 
-def _check_same_parameters(module: Module) -> None:
-    """Refuse, on every rank, replicas whose parameters differ in name, shape or dtype."""
-    mine = [(n, list(p.shape), str(p.dtype)) for n, p in module.named_parameters()]
-    everyone = process_group.allgather_object(mine, "DistributedDataParallel (parameter check)")
-    for rank, theirs in enumerate(everyone):
-        if theirs != everyone[0]:
-            first = next((a, b) for a, b in zip(everyone[0] + [None] * len(theirs),
-                                                theirs + [None] * len(everyone[0])) if a != b)
+def _check_same_parameters(module: Module, bucket_cap_mb: float) -> None:
+    """Refuse, on every rank, replicas whose parameters differ in name, shape, dtype or in
+    which ones train (``requires_grad``), or that cut buckets at another size: the ranks
+    would all-reduce buffers that do not match, and their parameters would drift apart.
+    Every rank gathers every rank's list, so every rank raises the same error."""
+    mine = [(n, list(p.shape), str(p.dtype), "trained" if p.requires_grad else "frozen")
+            for n, p in module.named_parameters()]
+    everyone = process_group.allgather_object((mine, float(bucket_cap_mb)),
+                                              "DistributedDataParallel (parameter check)")
+    first_params, first_cap = everyone[0]
+    for rank, (theirs, cap) in enumerate(everyone):
+        if theirs != first_params:
+            trained = [sum(e[3] == "trained" for e in x) for x in (first_params, theirs)]
+            first = next((a, b) for a, b in zip(first_params + [None] * len(theirs),
+                                                theirs + [None] * len(first_params)) if a != b)
             raise ValueError(
                 f"DistributedDataParallel: the model on rank {rank} differs from rank 0's: "
-                f"rank 0 has {_describe(first[0])}, rank {rank} has {_describe(first[1])}. "
-                "Fix: build the same model on every rank")
+                f"rank 0 has {_describe(first[0])}, rank {rank} has {_describe(first[1])} "
+                f"({trained[0]} trainable parameters on rank 0, {trained[1]} on rank {rank}). "
+                "Fix: build the same model on every rank, and freeze the same parameters")
+        if cap != first_cap:
+            raise ValueError(
+                f"DistributedDataParallel: bucket_cap_mb is {cap:g} on rank {rank} but "
+                f"{first_cap:g} on rank 0, so their buckets would hold different parameters. "
+                "Fix: pass the same bucket_cap_mb on every rank")
 
 
 def _describe(entry: Any) -> str:
     if entry is None:
         return "no parameter there"
-    name, shape, dtype = entry
-    return f"parameter {name!r} of shape {shape} ({dtype})"
+    name, shape, dtype, trained = entry
+    return f"parameter {name!r} of shape {shape} ({dtype}, {trained})"

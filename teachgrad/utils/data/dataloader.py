@@ -11,6 +11,7 @@ with a warning) and no pinned memory.
 from __future__ import annotations
 
 import collections.abc
+import copy
 import warnings
 from typing import Any, Callable, Iterable, Iterator
 
@@ -58,6 +59,55 @@ def default_collate(batch: list[Any]) -> Any:
     )
 
 
+def default_convert(data: Any) -> Any:
+    """One sample made of tensors, as PyTorch's ``default_convert`` (what a loader with
+    ``batch_size=None`` applies to each sample): numpy arrays and numpy scalars become
+    tensors (copied, as ``tg.from_numpy`` does: PyTorch's share the array's memory),
+    string and object arrays stay arrays; a
+    tuple becomes a list (a namedtuple keeps its type), dicts and lists are converted
+    inside; Python numbers, strings and anything else are left as they are.
+    """
+    if isinstance(data, Tensor):
+        return data
+    if isinstance(data, (np.ndarray, np.generic)) and not isinstance(data, (np.str_, np.bytes_)):
+        if data.dtype.kind in "SaUO":  # strings and objects: no tensor can hold them
+            return data
+        return tg.from_numpy(np.asarray(data))
+    if isinstance(data, collections.abc.Mapping):
+        return _same_mapping(data, {key: default_convert(data[key]) for key in data})
+    if isinstance(data, tuple) and hasattr(data, "_fields"):  # a namedtuple
+        return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):
+        return [default_convert(d) for d in data]  # a list, as PyTorch returns
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
+        return _same_sequence(data, [default_convert(d) for d in data])
+    return data
+
+
+def _same_mapping(data: Any, converted: dict) -> Any:
+    """``converted`` in ``data``'s own mapping type where that type allows it, else a dict."""
+    try:
+        if isinstance(data, collections.abc.MutableMapping):
+            clone = copy.copy(data)
+            clone.update(converted)
+            return clone
+        return type(data)(converted)
+    except TypeError:
+        return converted
+
+
+def _same_sequence(data: Any, converted: list) -> Any:
+    """``converted`` in ``data``'s own sequence type where that type allows it, else a list."""
+    try:
+        if isinstance(data, collections.abc.MutableSequence):
+            clone = copy.copy(data)
+            clone[:] = converted
+            return clone
+        return type(data)(converted)
+    except TypeError:
+        return converted
+
+
 _UNSUPPORTED = {"timeout": 0, "worker_init_fn": None, "multiprocessing_context": None,
                 "prefetch_factor": None, "persistent_workers": False}
 
@@ -102,7 +152,9 @@ class DataLoader:
         shuffle: a new random order every epoch (a :class:`RandomSampler`).
         sampler: your own order of indices (instead of ``shuffle``).
         batch_sampler: your own batches of indices (instead of the four above).
-        collate_fn: turns a list of samples into a batch (default: :func:`default_collate`).
+        collate_fn: turns a list of samples into a batch (default: :func:`default_collate`);
+            with ``batch_size=None``, it is applied to each sample (default:
+            :func:`default_convert`), as in PyTorch.
         drop_last: skip the last batch if it is smaller than ``batch_size``.
         generator: for the shuffling: a ``tg.Generator``, a numpy generator or an int
             seed; by default the global generator (see ``tg.manual_seed``).
@@ -128,8 +180,10 @@ class DataLoader:
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, bool(drop_last)
         self.sampler, self.batch_sampler, self.generator = sampler, batch_sampler, generator
         self.num_workers, self.pin_memory = num_workers, pin_memory
-        self.collate_fn = collate_fn if collate_fn is not None else default_collate
-        self._default_collate = collate_fn is None
+        if collate_fn is None:
+            collate_fn = default_collate if batch_sampler is not None else default_convert
+        self.collate_fn = collate_fn
+        self._default_collate = collate_fn is default_collate
 
     def __len__(self) -> int:
         """The number of batches per epoch (of samples, with ``batch_size=None``)."""
@@ -138,7 +192,7 @@ class DataLoader:
     def __iter__(self) -> Iterator[Any]:
         if self.batch_sampler is None:  # auto-batching off: one sample at a time
             for index in self.sampler:
-                yield self.dataset[index]
+                yield self.collate_fn(self.dataset[index])
             return
         for indices in self.batch_sampler:
             yield self._fetch(list(indices))

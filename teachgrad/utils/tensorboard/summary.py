@@ -6,6 +6,7 @@ the ``tensorboard`` package ships (``tensorboard.compat.proto``), the same ones
 """
 from __future__ import annotations
 
+import functools
 import math
 from numbers import Real
 from typing import Any
@@ -41,21 +42,83 @@ def scalar(tag: str, value: float) -> Summary:
     return Summary(value=[Summary.Value(tag=tag, simple_value=value)])
 
 
-def histogram(tag: str, values: np.ndarray, bins: Any) -> Summary:
-    """Counts per bucket; TensorBoard stores each bucket's right edge (``bucket_limit``)."""
+@functools.lru_cache(maxsize=1)
+def tensorflow_bins() -> np.ndarray:
+    """TensorFlow's default bucket edges, PyTorch's ``bins="tensorflow"``: 0 and ±1e-12
+    growing by 10% per bucket up to 1e20 (1,549 edges), fine near zero, coarse far away,
+    so one set of edges serves weights of any scale."""
+    positive = []
+    edge = 1e-12
+    while edge < 1e20:
+        positive.append(edge)
+        edge *= 1.1
+    return np.array([-e for e in reversed(positive)] + [0.0] + positive)
+
+
+def _fewer_bins(counts: np.ndarray, edges: np.ndarray, max_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Merge neighbouring buckets (``len(counts) // max_bins`` at a time) as PyTorch does."""
+    group = len(counts) // max_bins
+    if len(counts) % group:
+        counts = np.pad(counts, (0, group - len(counts) % group))
+    counts = counts.reshape(-1, group).sum(axis=-1)
+    return counts, np.append(edges[:-1:group][: len(counts)], edges[-1])
+
+
+def _occupied(counts: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The buckets from the first non-empty one to the last, as TensorBoard stores them:
+    each bucket keeps only its right edge, so an empty bucket goes first, its right edge
+    being the left edge of the data (the bucket before the first, or one added)."""
+    filled = np.flatnonzero(counts)
+    start, end = int(filled[0]), int(filled[-1]) + 1
+    if start > 0:
+        counts = counts[start - 1:end]
+    else:
+        counts = np.concatenate([[0], counts[:end]])
+    return counts, edges[start:end + 1]
+
+
+def histogram(tag: str, values: np.ndarray, bins: Any, max_bins: int | None = None) -> Summary:
+    """Counts per bucket, laid out as ``torch.utils.tensorboard`` writes them (see
+    :func:`_occupied`); ``bins="tensorflow"`` uses :func:`tensorflow_bins`."""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     if values.size == 0:
         raise ValueError(f"add_histogram('{tag}'): there are no values to count")
     if not np.all(np.isfinite(values)):
         raise ValueError(f"add_histogram('{tag}'): the values contain NaN or infinity "
                          "(a diverged run?). Fix: log them only while they are finite")
-    counts, edges = np.histogram(values, bins=bins)
+    counts, edges = np.histogram(values, bins=tensorflow_bins() if _is_tensorflow(bins) else bins)
+    if max_bins is not None and len(counts) > max_bins:
+        counts, edges = _fewer_bins(counts, edges, max_bins)
+    counts, limits = _occupied(counts, edges)
     histo = HistogramProto(
         min=float(values.min()), max=float(values.max()), num=float(values.size),
         sum=float(values.sum()), sum_squares=float(np.dot(values, values)),
-        bucket_limit=[float(e) for e in edges[1:]], bucket=[float(c) for c in counts],
+        bucket_limit=[float(e) for e in limits], bucket=[float(c) for c in counts],
     )
     return Summary(value=[Summary.Value(tag=tag, histo=histo)])
+
+
+def _is_tensorflow(bins: Any) -> bool:
+    return isinstance(bins, str) and bins == "tensorflow"
+
+
+def check_bins(bins: Any, max_bins: Any) -> None:
+    """``bins`` as ``np.histogram`` takes it (or "tensorflow"); ``max_bins`` a positive int."""
+    if isinstance(bins, str):
+        if bins != "tensorflow" and bins not in BIN_RULES:
+            raise ValueError(f"add_histogram: bins={bins!r} is not a binning rule: use "
+                             f"'tensorflow' (the default, as PyTorch), {', '.join(map(repr, BIN_RULES))}, "
+                             "a number of bins or a list of edges")
+    elif isinstance(bins, bool) or not isinstance(bins, (int, np.integer, list, tuple, np.ndarray)):
+        raise TypeError(f"add_histogram: bins must be a rule name, a number of bins or a list of "
+                        f"edges, got {type(bins).__name__}")
+    if max_bins is not None and (isinstance(max_bins, bool) or not isinstance(max_bins, int)
+                                 or max_bins < 1):
+        raise ValueError(f"add_histogram: max_bins must be a positive int or None, got {max_bins!r}")
+
+
+#: numpy's rules for choosing bins (np.histogram_bin_edges)
+BIN_RULES = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
 
 
 def _scope(name: str) -> str:

@@ -143,11 +143,18 @@ class SummaryWriter:
                 listener.add_scalar(f"{main_tag}/{key}", value, step, walltime)
 
     def add_histogram(self, tag: str, values: Any, global_step: int | None = None,
-                      bins: Any = "auto", walltime: float | None = None) -> None:
-        """The distribution of ``values`` (weights, activations, gradients) at one step."""
+                      bins: Any = "tensorflow", walltime: float | None = None,
+                      max_bins: int | None = None) -> None:
+        """The distribution of ``values`` (weights, activations, gradients) at one step.
+
+        As in PyTorch: a parameter that requires grad is read as it is (detached), the
+        default ``bins="tensorflow"`` uses TensorFlow's fixed edges (fine near zero,
+        coarse far away), or any ``np.histogram`` rule or number of bins; ``max_bins``
+        merges neighbouring buckets down to at most that many."""
         _check_tag(tag)
-        array = values.numpy() if isinstance(values, Tensor) else values
-        histo = summary.histogram(tag, array, bins)
+        summary.check_bins(bins, max_bins)
+        array = values.detach().cpu().numpy() if isinstance(values, Tensor) else values
+        histo = summary.histogram(tag, array, bins, max_bins)
         self._add(self._file_writer(), _check_step(global_step), walltime, summary=histo)
 
     def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False) -> None:
