@@ -20,9 +20,11 @@ from .tracer import TracerWarning, TracingError
 
 __all__ = ["Graph", "Node", "Ref", "TensorMeta", "TracedFunction", "trace", "TracerWarning",
            "TracingError"]
+from .registry import register_function, registered_functions, unregister_function  # noqa: E402
 from .serialize import GraphFormatError, load, save  # noqa: E402
 
-__all__ += ["GraphFormatError", "load", "save"]
+__all__ += ["GraphFormatError", "load", "save", "register_function", "registered_functions",
+            "unregister_function"]
 from . import passes  # noqa: E402
 from .codegen import cache_info, clear_cache  # noqa: E402
 from .compiler import CompiledFunction, compile  # noqa: E402
