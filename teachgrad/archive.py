@@ -92,8 +92,11 @@ def open_file(f: str | os.PathLike | BinaryIO) -> Iterator[IO[bytes]]:
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as handle:
             yield handle
-    else:
+    elif hasattr(f, "read") and hasattr(f, "seek"):
         yield f
+    else:
+        raise TypeError(f"expected a path or a binary file object, not {type(f).__name__}. Fix: "
+                        "pass the file's name, or wrap bytes in io.BytesIO(data)")
 
 
 class SafeArchive:
