@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import tokenize
 import zipfile
 import zlib
 from contextlib import contextmanager
@@ -49,6 +50,9 @@ _CHUNK = 1 << 20  # read data in 1 MiB steps, into a buffer sized from the check
 _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError,
                ValueError, struct.error, NotImplementedError, RuntimeError, OverflowError,
                IndexError, KeyError)
+# What numpy's header parser (tokenize + ast.literal_eval) raises on a damaged header.
+_NPY_HEADER_ERRORS = (ValueError, TypeError, SyntaxError, tokenize.TokenError, OverflowError,
+                      RecursionError, MemoryError, KeyError, IndexError)
 _METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)  # what numpy and teachgrad write
 
 
@@ -211,7 +215,7 @@ class SafeArchive:
             else:
                 raise ValueError(f".npy format version {version} is not read here")
             offset = stream.tell()
-        except (ValueError, TypeError, SyntaxError, OverflowError, MemoryError) as error:
+        except _NPY_HEADER_ERRORS as error:
             raise ArchiveError(f"its .npy header is damaged ({error})", name) from None
         if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
             raise ArchiveError(f"the array has dtype {dtype}, which holds Python objects or "

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -176,6 +177,16 @@ def load(path: FileLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
     return TracedFunction(graph, name)
 
 
+def _utf32_text(array: np.ndarray, member: str) -> str:
+    """The text of a 0-d numpy string array, decoded here: numpy's own ``str()`` fails
+    with a SystemError on code points that are not characters."""
+    big = array.dtype.byteorder == ">" or (array.dtype.byteorder == "=" and sys.byteorder == "big")
+    try:
+        return array.tobytes().decode("utf-32-be" if big else "utf-32-le").rstrip("\0")
+    except UnicodeDecodeError as error:
+        raise ArchiveError(f"the graph description is not text ({error})", member) from None
+
+
 def _read_header(archive: SafeArchive, where: str) -> tuple[dict, dict[str, tuple[str, ArrayHeader]]]:
     """The header (format and version checked) and each constant's member and array header."""
     member = GRAPH_KEY + ".npy"
@@ -186,7 +197,7 @@ def _read_header(archive: SafeArchive, where: str) -> tuple[dict, dict[str, tupl
     if text.dtype.kind != "U" or text.shape != () or text.nbytes > archive.limits.max_json_bytes:
         raise ArchiveError("the graph description is not one string of at most "
                            f"max_json_bytes={archive.limits.max_json_bytes} bytes", member)
-    header = parse_json(str(archive.read_array(member, text)[()]), member)
+    header = parse_json(_utf32_text(archive.read_array(member, text), member), member)
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise GraphFormatError(f"{where} is not a teachgrad graph file")
     if header.get("version") != FORMAT_VERSION:
