@@ -103,6 +103,22 @@ def open_file(f: str | os.PathLike | BinaryIO) -> Iterator[IO[bytes]]:
                         "pass the file's name, or wrap bytes in io.BytesIO(data)")
 
 
+def describe(f: str | os.PathLike | BinaryIO) -> str:
+    """How error messages name ``f``."""
+    return os.fspath(f) if isinstance(f, (str, os.PathLike)) else "the file object"
+
+
+@contextmanager
+def open_archive(f: str | os.PathLike | BinaryIO, limits: Limits) -> Iterator["SafeArchive"]:
+    """``f`` opened as a :class:`SafeArchive` (its member sizes already checked)."""
+    with open_file(f) as handle:
+        archive = SafeArchive(handle, limits)
+        try:
+            yield archive
+        finally:
+            archive.close()
+
+
 class SafeArchive:
     """A zip archive whose members are read only after their sizes are checked."""
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from . import dtypes
 from .archive import (DEFAULT_MAX_BYTES, DEFAULT_MAX_COMPRESSION_RATIO, DEFAULT_MAX_JSON_BYTES,
-                      ArchiveError, Limits, SafeArchive, open_file)
+                      ArchiveError, Limits, SafeArchive, describe, open_archive)
 from .device import Device
 from .manifest import LoadError, ManifestChecker
 from .tensor import Tensor, tensor
@@ -188,22 +188,16 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
     map_location = _check_map_location(map_location)
     limits = Limits(max_bytes, max_json_bytes, max_compression_ratio)
     limits.check("tg.load")
-    name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else "the file object"
-    with open_file(f) as handle:
-        try:
-            archive = SafeArchive(handle, limits)
-        except ArchiveError as error:
-            raise LoadError(
-                f"tg.load: {name} is not a readable teachgrad file ({error}). It may be damaged "
-                "or truncated, or written by something else (torch.save files are pickles, which "
-                "teachgrad does not load: save their tensors' .numpy() with numpy instead)."
-            ) from None
-        try:
+    name = describe(f)
+    try:
+        with open_archive(f, limits) as archive:
             manifest, arrays = _read_checked(archive, name)
-        except ArchiveError as error:
-            raise LoadError(f"tg.load: {name} is not a readable teachgrad file ({error})") from None
-        finally:
-            archive.close()
+    except ArchiveError as error:
+        raise LoadError(
+            f"tg.load: {name} is not a readable teachgrad file ({error}). It may be damaged "
+            "or truncated, or written by something else (torch.save files are pickles, which "
+            "teachgrad does not load: save their tensors' .numpy() with numpy instead)."
+        ) from None
     return _Reader(arrays, map_location).decode(manifest["object"])
 
 

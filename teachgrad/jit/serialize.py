@@ -18,6 +18,7 @@ hostile file raises one :class:`GraphFormatError` and nothing is half-loaded.
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 import math
 import os
 import sys
@@ -27,7 +28,8 @@ import numpy as np
 
 from .. import dtypes
 from ..archive import (DEFAULT_MAX_BYTES, DEFAULT_MAX_COMPRESSION_RATIO, DEFAULT_MAX_JSON_BYTES,
-                       ArchiveError, ArrayHeader, Limits, SafeArchive, open_file, parse_json)
+                       ArchiveError, ArrayHeader, Limits, SafeArchive, describe, open_archive,
+                       parse_json)
 from ..device import Device
 from ..tensor import tensor as make_tensor
 from .graph_check import GraphChecker, GraphFormatError
@@ -128,9 +130,9 @@ def _node_data(n: Any) -> dict[str, Any]:
 
 
 def open_for_writing(path: FileLike) -> Any:
+    """``path`` opened for writing, or the file object itself (left open for its owner)."""
     if isinstance(path, (str, os.PathLike)):
         return open(path, "wb")
-    from contextlib import nullcontext
     return nullcontext(path)
 
 
@@ -150,25 +152,18 @@ def load(path: FileLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
     """
     limits = Limits(max_bytes, max_json_bytes, max_compression_ratio)
     limits.check("tg.jit.load")
-    where = os.fspath(path) if isinstance(path, (str, os.PathLike)) else "the file object"
-    with open_file(path) as handle:
-        try:
-            archive = SafeArchive(handle, limits)
-        except ArchiveError as error:
-            raise GraphFormatError(f"cannot read {where}: the file is damaged or is not a saved "
-                                   f"graph ({error}). Fix: save it again with tg.jit.save.") from None
-        try:
+    where = describe(path)
+    try:
+        with open_archive(path, limits) as archive:
             header, members = _read_header(archive, where)
             checker = GraphChecker({name: h for name, (_, h) in members.items()}, max_bytes)
             nodes, requires_grad, name = checker.check(header)
             arrays = {name: archive.read_array(member, h) for name, (member, h) in members.items()}
-        except ArchiveError as error:
-            raise GraphFormatError(f"cannot read {where}: the file is damaged or is not a saved "
-                                   f"graph ({error}). Fix: save it again with tg.jit.save.") from None
-        except GraphFormatError as error:
-            raise GraphFormatError(f"cannot load {where}: {error}") from None
-        finally:
-            archive.close()
+    except ArchiveError as error:
+        raise GraphFormatError(f"cannot read {where}: the file is damaged or is not a saved "
+                               f"graph ({error}). Fix: save it again with tg.jit.save.") from None
+    except GraphFormatError as error:
+        raise GraphFormatError(f"cannot load {where}: {error}") from None
     graph = Graph(nodes)  # everything is checked: from here on nothing can fail on the file
     for n in nodes:
         if n.op == "get_attr":
