@@ -8,6 +8,7 @@ import teachgrad as tg  # first: chooses GPU or simulator before numba loads
 
 import builtins
 import io
+import os
 import sys
 import tracemalloc
 import zipfile
@@ -494,3 +495,22 @@ def test_valid_files_still_load_with_their_values():
     loaded = tg.jit.load(io.BytesIO(graph_bytes()))
     np.testing.assert_allclose(loaded(x).detach().numpy(),
                                elementwise_model()(x).detach().numpy(), rtol=1e-6)
+
+
+def test_files_saved_before_the_registry_and_the_limits_still_load():
+    """Written by scripts/record_format_v1_fixtures.py with the teachgrad of format 1."""
+    fixtures = os.path.join(os.path.dirname(__file__), "fixtures")
+    values = np.load(os.path.join(fixtures, "format_v1_values.npz"))
+    loaded = tg.jit.load(os.path.join(fixtures, "graph_format_v1.tgjit"))
+    outputs = loaded(tg.tensor(values["x"]))
+    for name, out in zip(("y0", "y1", "y2"), outputs):
+        np.testing.assert_allclose(out.detach().numpy(), values[name], rtol=1e-6)
+    checkpoint = tg.load(os.path.join(fixtures, "checkpoint_format_v1.tg"))
+    assert checkpoint["epoch"] == 3 and checkpoint["note"] == "v1"
+    assert checkpoint["pair"][0] == 1 and np.isnan(checkpoint["pair"][1])
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten(),
+                          nn.Linear(8, 3))
+    model.load_state_dict(checkpoint["model"])
+    model.eval()
+    np.testing.assert_allclose(model(tg.tensor(values["x"])).max(dim=1)[0].detach().numpy(),
+                               values["y1"], rtol=1e-6)
