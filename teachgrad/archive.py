@@ -35,8 +35,9 @@ import numpy as np
 
 #: The most bytes a loader reads from one file, after decompression (2 GiB).
 DEFAULT_MAX_BYTES = 2 * 1024**3
-#: The largest JSON description (manifest or graph) a loader parses (64 MiB).
-DEFAULT_MAX_JSON_BYTES = 64 * 1024**2
+#: The largest JSON description (manifest or graph) a loader parses (16 MiB; parsed,
+#: JSON takes up to ~20 times its size in Python objects).
+DEFAULT_MAX_JSON_BYTES = 16 * 1024**2
 #: How much bigger than its compressed size a member may be (teachgrad writes
 #: uncompressed members, ratio 1; numpy's ``savez_compressed`` of real weights is ~1-10).
 DEFAULT_MAX_COMPRESSION_RATIO = 100

@@ -177,7 +177,7 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
     builds anything; a file that is damaged, foreign or too big raises :class:`LoadError`
     (a RuntimeError) naming what and where. Limits, checked before anything is read:
     ``max_bytes`` (all members together, after decompression; default 2 GiB),
-    ``max_json_bytes`` (the manifest; default 64 MiB) and ``max_compression_ratio``
+    ``max_json_bytes`` (the manifest; default 16 MiB) and ``max_compression_ratio``
     (default 100; tg.save stores members uncompressed). Nothing is ever unpickled,
     so ``weights_only=False`` is refused.
     """

@@ -82,6 +82,7 @@ class GraphChecker:
         self.arrays, self.max_bytes = arrays, max_bytes
         self.outputs: dict[str, int | None] = {}  # node name -> its outputs (None: one, no index)
         self.nodes: list[Node] = []
+        self.names: set[str] = set()
 
     # -- the header and its nodes --------------------------------------------------
     def check(self, header: dict[str, Any]) -> tuple[list[Node], dict[str, bool], str]:
@@ -103,7 +104,7 @@ class GraphChecker:
         fields(data, NODE_FIELDS, where)
         name = check_node_name(data["name"], f"{where}'s name")
         where = f"node {i} ({name!r})"
-        if name in self.outputs or any(n.name == name for n in self.nodes):
+        if name in self.names:
             raise fail(where, "a node of this name comes earlier")
         op, multi = data["op"], data["multi"]
         if op not in OPCODES:
@@ -121,6 +122,7 @@ class GraphChecker:
                   for k, v in kwargs.items()}
         target = self.target(data["target"], op, args, kwargs, meta, where)
         self.nodes.append(Node(name, op, target, args, kwargs, meta, multi))
+        self.names.add(name)
         if op != "output":
             self.outputs[name] = len(meta) if multi else None
 

@@ -146,7 +146,7 @@ def load(path: FileLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
     No code from the file ever runs and nothing is imported. The limits are checked
     before anything is read: ``max_bytes`` (the whole file after decompression, and any
     tensor the graph declares; default 2 GiB), ``max_json_bytes`` (the graph
-    description; default 64 MiB), ``max_compression_ratio`` (default 100;
+    description; default 16 MiB), ``max_compression_ratio`` (default 100;
     tg.jit.save stores members uncompressed). Any problem raises
     :class:`GraphFormatError` saying what and where.
     """
@@ -189,7 +189,8 @@ def _read_header(archive: SafeArchive, where: str) -> tuple[dict, dict[str, tupl
         raise GraphFormatError(f"{where} is an npz file but not a saved teachgrad graph (it has "
                                f"no {GRAPH_KEY!r} entry)")
     text = archive.array_header(member)
-    if text.dtype.kind != "U" or text.shape != () or text.nbytes > archive.limits.max_json_bytes:
+    characters = text.nbytes // 4  # (numpy stores text as UTF-32)
+    if text.dtype.kind != "U" or text.shape != () or characters > archive.limits.max_json_bytes:
         raise ArchiveError("the graph description is not one string of at most "
                            f"max_json_bytes={archive.limits.max_json_bytes} bytes", member)
     header = parse_json(_utf32_text(archive.read_array(member, text), member), member)
