@@ -264,13 +264,11 @@ def parse_json(text: str, member: str) -> Any:
 
 
 def nesting_depth(data: Any) -> int:
-    """How deeply lists and dicts nest in ``data`` (counted with a stack, not recursion)."""
-    deepest, stack = 0, [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            value = list(value.values())
-        if isinstance(value, list):
-            deepest = max(deepest, depth)
-            stack.extend((item, depth + 1) for item in value)
-    return deepest
+    """How deeply lists and dicts nest in ``data`` (level by level, not by recursion)."""
+    depth, level = 0, [data]
+    while True:
+        containers = [v for v in level if isinstance(v, (dict, list))]
+        if not containers:
+            return depth
+        depth += 1
+        level = [item for v in containers for item in (v.values() if isinstance(v, dict) else v)]

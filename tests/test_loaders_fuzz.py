@@ -10,6 +10,7 @@ import teachgrad as tg  # first: chooses GPU or simulator before numba loads
 
 import builtins
 import io
+import os
 import json
 import tracemalloc
 import warnings
@@ -27,6 +28,9 @@ from teachgrad.serialization import LoadError
 FLAG = "TG_PAYLOAD_RAN"
 MEMORY_BOUND = 8 * 1024**2  # the valid files are a few KiB: 8 MiB is far more than loading needs
 GRAPH = graph_bytes()
+# a richer graph for the JSON mutations: slices, a two-output max, where, conv, batch norm
+with open(os.path.join(os.path.dirname(__file__), "fixtures", "graph_format_v1.tgjit"), "rb") as f:
+    RICH_GRAPH = f.read()
 CHECKPOINT = checkpoint_bytes()
 LOADERS = {"graph": (GRAPH, tg.jit.load, GraphFormatError),
            "checkpoint": (CHECKPOINT, tg.load, LoadError)}
@@ -141,7 +145,7 @@ def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
 
 
 def _graph_header() -> dict:
-    return json.loads(str(npz_members(GRAPH)["__graph__"]))
+    return json.loads(str(npz_members(RICH_GRAPH)["__graph__"]))
 
 
 def _manifest() -> dict:
@@ -179,7 +183,7 @@ def _checkpoint_with(change: Callable[[dict], Any]) -> bytes:
 @given(path=st.sampled_from(GRAPH_PATHS), how=st.sampled_from(["replace", "delete", "insert"]),
        value=json_values)
 def test_graph_description_mutations(path, how, value):
-    mutated = graph_with(lambda h: _mutate(h, path, how, value), GRAPH).getvalue()
+    mutated = graph_with(lambda h: _mutate(h, path, how, value), RICH_GRAPH).getvalue()
     _outcome(mutated, tg.jit.load, GraphFormatError)
 
 
@@ -207,5 +211,6 @@ def test_the_description_replaced_by_any_text(kind, text):
 
 
 def test_the_unmutated_files_load():
-    assert isinstance(_outcome(GRAPH, tg.jit.load, GraphFormatError), TracedFunction)
+    for graph in (GRAPH, RICH_GRAPH):
+        assert isinstance(_outcome(graph, tg.jit.load, GraphFormatError), TracedFunction)
     assert _outcome(CHECKPOINT, tg.load, LoadError)["step"] == (3, 2.5, None)

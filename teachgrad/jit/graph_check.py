@@ -21,6 +21,7 @@ first problem and where it is (``node 3 ('linear'): args[1]: ...``). What it che
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import keyword
 import math
@@ -56,6 +57,12 @@ def short(value: Any, limit: int = 60) -> str:
     """``value`` for an error message, cut short (a file may hold a very long string)."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+@functools.lru_cache(maxsize=None)
+def forward_signature(function: type) -> inspect.Signature:
+    """The signature of a registered Function's forward (looked up once per Function)."""
+    return inspect.signature(function.forward)
 
 
 def check_node_name(name: Any, where: str) -> str:
@@ -109,7 +116,7 @@ class GraphChecker:
         op, multi = data["op"], data["multi"]
         if op not in OPCODES:
             raise fail(where, f"unknown opcode {short(op)} (the opcodes are {', '.join(OPCODES)})")
-        if any(n.op == "output" for n in self.nodes):
+        if self.nodes and self.nodes[-1].op == "output":
             raise fail(where, "a node after the output node")
         if not isinstance(multi, bool) or (multi and op != "call_function"):
             raise fail(f"{where}.multi", f"{short(multi)}: must be a bool, true only for operations")
@@ -148,7 +155,7 @@ class GraphChecker:
                        "code that defines it and call tg.jit.register_function(ItsClass), then "
                        "load again (files never make teachgrad import anything)")
         try:
-            inspect.signature(function.forward).bind(None, *args, **kwargs)
+            forward_signature(function).bind(None, *args, **kwargs)
         except TypeError as error:
             raise fail(where, f"{function.__name__} cannot take these arguments ({error})") from None
         return function
