@@ -41,7 +41,7 @@ def eliminate_dead_code(graph: Graph) -> Graph:
         dead = [n for n in g.nodes if n.op in ("call_function", "get_attr") and not users[n.name]]
         changed = bool(dead)
         g.nodes = [n for n in g.nodes if n not in dead]
-    used = {n.target for n in g.nodes if n.op == "get_attr"}
+    used = {n.target for n in g.nodes if n.op == "get_attr"} | {t for t, _ in g.writes}
     g.constants = {k: v for k, v in g.constants.items() if k in used}
     return g
 
@@ -76,12 +76,19 @@ def fold_constants(graph: Graph) -> Graph:
 
     A parameter that requires grad is not a constant here: the optimizer changes it
     between calls, and its gradient must flow through the operations that read it.
+    Nor is a tensor the function itself writes in place (a BatchNorm's running mean in
+    training). A captured tensor that is folded is marked ``baked``: a compiled function
+    guards its version, and compiles again when it is changed in place.
     """
     g = graph.copy()
+    written = {t for t, _ in g.writes}
     known: dict[str, Tensor] = {}  # node name -> value, for nodes whose value is fixed
+    source: dict[str, set[str]] = {}  # node name -> the captured constants it was computed from
     for n in g.nodes:
-        if n.op == "get_attr" and not g.constants[n.target].requires_grad:
-            known[n.name] = g.constants[n.target]
+        value = g.constants.get(n.target) if n.op == "get_attr" else None
+        if value is not None and not value.requires_grad and n.target not in written:
+            known[n.name] = value
+            source[n.name] = {n.target} & g.captured
     nodes = []
     for n in g.nodes:
         refs = refs_in((n.args, n.kwargs))
@@ -89,10 +96,12 @@ def fold_constants(graph: Graph) -> Graph:
             with grad_mode.no_grad():
                 value = n.target._apply(*map_refs(n.args, lambda r: known[r.node]),
                                         **map_refs(n.kwargs, lambda r: known[r.node]))
-            target = f"folded_{n.name}"
+            target = g.constant_name(f"folded_{n.name}")
             g.constants[target] = value
+            read = set().union(*(source[r.node] for r in refs))
+            g.baked |= read
             n = Node(n.name, "get_attr", target, meta=n.meta)
-            known[n.name] = value
+            known[n.name], source[n.name] = value, read
         nodes.append(n)
     g.nodes = nodes
     return eliminate_dead_code(g)  # the constants the folded nodes read may now be unused
