@@ -252,8 +252,8 @@ class CompiledFunction:
         elif self.compiles:
             self.recompiles.append("new input signature: " + "; ".join(
                 guards_module.describe_signature(key, [f"input{i}" for i in range(len(inputs))])))
-        traced = trace_graph(self.fn, inputs)
-        entry = CompiledGraph(traced, self.passes, guards_module.collect(self.fn, traced))
+        entry = CompiledGraph(trace_graph(self.fn, inputs, side_effects=False), self.passes)
+        entry.guards = guards_module.collect(self.fn, entry.traced, entry.graph.baked)
         entry.key = key
         entries.append(entry)
         del entries[:-self.cache_limit]  # the oldest go first

@@ -115,15 +115,17 @@ def describe_signature(key: tuple, names: list[str]) -> list[str]:
 
 # -- captured tensors ----------------------------------------------------------------
 
-def tensor_guards(graph: Graph) -> list[Guard]:
-    """requires_grad of every captured tensor; the version of those the graph baked in."""
+def tensor_guards(graph: Graph, baked: set[str]) -> list[Guard]:
+    """requires_grad of every captured tensor; the version of those the graph baked in
+    (``baked``: by the passes, or ``graph.baked``: read into Python while tracing)."""
     written = {target for target, _ in graph.writes}
+    baked = baked | graph.baked
     guards = []
     for target in sorted(graph.captured):
         t = graph.constants[target]
         guards.append(Guard(f"{target}.requires_grad", lambda t=t: t.requires_grad,
                             t.requires_grad, _identical))
-        if target in graph.baked and target not in written:
+        if target in baked and target not in written:
             guards.append(Guard(f"{target} unchanged in place (its version)",
                                 lambda t=t: t._version_counter[0], t._version_counter[0], _equal))
     return guards
@@ -142,9 +144,9 @@ def module_guards(module: Any, prefix: str = "model") -> list[Guard]:
             for key, obj in entries.items():
                 guards.append(Guard(f"{where}.{key} is the object it was", lambda e=entries, k=key: e[k],
                                     obj, _identical))
-        plain = {k: _snapshot(v) for k, v in state.items() if not k.startswith("__") and _is_plain(v)}
-        guards.append(Guard(f"{where}'s attributes (training, numbers, flags)",
-                            lambda s=state, keys=tuple(plain): {k: s.get(k) for k in keys}, plain, _equal))
+        for key, value in state.items():  # training, and numbers and flags such as eps
+            if not key.startswith("_") and _is_plain(value):
+                guards.append(Guard(f"{where}.{key}", lambda s=state, k=key: s[k], _snapshot(value), _equal))
     return guards
 
 
@@ -207,9 +209,10 @@ def function_guards(fn: Any, seen: set[int] | None = None, depth: int = 0) -> li
     return guards
 
 
-def collect(fn: Any, graph: Graph) -> list[Guard]:
-    """Every guard of a compiled ``fn`` whose trace is ``graph`` (the key aside)."""
-    guards = tensor_guards(graph)
+def collect(fn: Any, graph: Graph, baked: set[str] = frozenset()) -> list[Guard]:
+    """Every guard of a compiled ``fn`` whose trace is ``graph`` and whose passes baked in
+    the captured tensors ``baked`` (the input signature aside: it is the cache key)."""
+    guards = tensor_guards(graph, set(baked))
     seen: set[int] = set()
     owner = getattr(fn, "__self__", fn)  # a bound method's module
     if hasattr(owner, "named_modules") and hasattr(owner, "_parameters"):

@@ -159,7 +159,7 @@ def _replace_group(g: Graph, members: list[Node]) -> None:
         for r in refs_in(m.args):
             if r.node not in names and r not in inputs:
                 inputs.append(r)
-    fused = make_fused_function(members, inputs, outputs)
+    fused = make_fused_function(*_with_generated_names(members, inputs, outputs))
     name = g.unique_name("fused_" + "_".join(m.name for m in members[:3]))
     meta = tuple(members[0].meta for _ in outputs)
     node = Node(name, "call_function", fused, tuple(inputs), {}, tuple(m[0] for m in meta),
@@ -169,6 +169,21 @@ def _replace_group(g: Graph, members: list[Node]) -> None:
     g.nodes = [n for n in g.nodes if n.name not in names]
     _rewire(g, outputs, name)
     g.nodes = _in_dependency_order(g.nodes)
+
+
+def _with_generated_names(members: list[Node], inputs: list[Ref],
+                          outputs: list[str]) -> tuple[list[Node], list[Ref], list[str]]:
+    """Copies of a group's nodes named ``mul0, add1, ...`` and its inputs ``in0, in1, ...``:
+    the kernel's source is written from these names, never from the graph's own (which
+    may come from a file, or be any string a user chose)."""
+    names = {m.name: f"{m.target.__name__.lower()}{i}" for i, m in enumerate(members)}
+    renamed_inputs = {r: Ref(f"in{i}") for i, r in enumerate(inputs)}
+
+    def rename(r: Ref) -> Ref:
+        return renamed_inputs[r] if r in renamed_inputs else Ref(names[r.node], r.index)
+    copies = [Node(names[m.name], m.op, m.target, map_refs(m.args, rename), dict(m.kwargs),
+                   m.meta, m.multi) for m in members]
+    return copies, list(renamed_inputs.values()), [names[o] for o in outputs]
 
 
 def _in_dependency_order(nodes: list[Node]) -> list[Node]:

@@ -64,6 +64,7 @@ class Tracer:
         self.fresh: set[int] = set()  # ids of the tensors made while tracing
         self.targets: dict[int, str] = {}  # id(constant tensor) -> its target in graph.constants
         self.written: dict[str, Tensor] = {}  # captured target -> the tensor written in place
+        self.before: dict[str, Tensor] = {}  # captured target -> a copy from before the first write
         self.error = TracingError
 
     # -- values -----------------------------------------------------------------
@@ -115,14 +116,28 @@ class Tracer:
         so the graph keeps the value it had, not the one the write leaves."""
         self.ref(t)
         target = self.targets.get(id(t))
-        if target is not None and target not in self.graph.captured \
-                and self.graph.constants[target] is t:
-            self.depth += 1  # (the copy is not part of the program)
-            try:
-                with grad_mode.no_grad():
-                    self.graph.constants[target] = t.clone()
-            finally:
-                self.depth -= 1
+        if target is None:
+            return
+        if target in self.graph.captured:
+            if target not in self.before:
+                self.before[target] = self._copy(t)  # (to undo the trace's own writes)
+        elif self.graph.constants[target] is t:
+            self.graph.constants[target] = self._copy(t)
+
+    def _copy(self, t: Tensor) -> Tensor:
+        self.depth += 1  # (the copy is not part of the program)
+        try:
+            with grad_mode.no_grad():
+                return t.clone()
+        finally:
+            self.depth -= 1
+
+    def undo_writes(self) -> None:
+        """Give the captured tensors the trace wrote their values from before it."""
+        for target, old in self.before.items():
+            live = self.graph.constants[target]
+            live._backend.setitem(live._array, (Ellipsis,), old._array)
+            live._bump_version()
 
     def after_write(self, t: Tensor, new: Tensor) -> None:
         """From now on ``t`` stands for ``new``; a captured tensor is written back per call."""
@@ -233,8 +248,9 @@ def _watching(tracer: Tracer) -> Iterator[None]:
 
     def make(array: Any, backend: Any, device: Any) -> Tensor:
         t = saved["_make"].__func__(array, backend, device)
-        tracer.fresh.add(id(t))  # made while tracing: the graph's own if it becomes a constant
-        tracer.keep_alive.append(t)  # (so no id is reused while we trace)
+        if not tracer.depth:  # (inside an operation: its output is bound to a node anyway)
+            tracer.fresh.add(id(t))  # made while tracing: the graph's own if it becomes a constant
+            tracer.keep_alive.append(t)  # (so no id is reused while we trace)
         return t
 
     def compare(op: str, a: Any, b: Any) -> Tensor:
@@ -320,12 +336,21 @@ def as_inputs(example_inputs: Any) -> tuple[Tensor, ...]:
 
 
 def record(fn: Callable, inputs: Sequence[Tensor], constant_names: dict[int, str],
-           names: Sequence[str]) -> Graph:
-    """Run ``fn(*inputs)`` once under a tracer; the graph it built."""
+           names: Sequence[str], side_effects: bool = True) -> Graph:
+    """Run ``fn(*inputs)`` once under a tracer; the graph it built.
+
+    ``side_effects=False`` undoes the trace's writes into tensors from outside (as
+    ``tg.compile`` wants: the compiled graph then makes the call's writes, once);
+    ``tg.jit.trace`` keeps them, as ``torch.jit.trace`` does: tracing is a real call.
+    """
     tracer = Tracer(constant_names)
     handles = [tracer.placeholder(name, t) for name, t in zip(names, inputs)]
-    with _watching(tracer):
-        result = fn(*handles)
+    try:
+        with _watching(tracer):
+            result = fn(*handles)
+    finally:
+        if not side_effects:
+            tracer.undo_writes()
     outputs = result if isinstance(result, tuple) else (result,)
     for i, o in enumerate(outputs):
         if not isinstance(o, Tensor):
