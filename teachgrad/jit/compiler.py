@@ -131,14 +131,21 @@ class _PlanWriter:
                   for n in self.graph.nodes if n.op == op]
         for n in self.graph.nodes:
             if n.op == "call_function":
-                self.lines.append(f"    {self.variable(n.name)} = {self.line(n)}")
+                generated = getattr(n.target, "generated", False)
+                what = "a fused kernel" if generated else _engine_class_name(n.target) or "an operation"
+                self.lines.append(f"    {self.variable(n.name)} = {self.line(n)}  # {what}")
             elif n.op == "output":
                 result = self.expr(n.args[0])
                 if self.graph.writes:  # the new values of the tensors the function wrote
                     result += ", " + self.expr(tuple(ref for _, ref in self.graph.writes))
                 self.lines.append(f"    return {result}")
+        n_inputs = len(self.graph.placeholders)
+        inputs = "v0: the input" if n_inputs == 1 else f"v0..v{n_inputs - 1}: the inputs"
         source = "\n".join([f"def compiled_forward({', '.join(params)}):",
-                            '    """The whole graph on backend arrays (used when no gradient is needed)."""',
+                            '    """The whole graph on backend arrays (used when no gradient is needed).',
+                            "",
+                            f"    {inputs}; then the constants, in the order of the",
+                            '    get_attr nodes of .graph (where their names are)."""',
                             *self.lines]) + "\n"
         namespace = dict(self.globals)
         exec(builtins.compile(source, "<teachgrad-compiled-forward>", "exec"), namespace)
@@ -173,7 +180,7 @@ class CompiledGraph:
 
     def __init__(self, traced: Graph, passes: Sequence[Callable], guards: Sequence[Guard] = ()) -> None:
         self.traced = traced
-        self.guards = list(guards)
+        self.guards = guards_module.GuardSet(list(guards))
         self.graph, self.reports = passes_module.optimise(traced, passes)
         self.code, self._forward = _PlanWriter(self.graph).write()
         self.constants = [self.graph.constants[n.target] for n in self.graph.nodes if n.op == "get_attr"]
@@ -236,7 +243,7 @@ class CompiledFunction:
         key = guards_module.signature(inputs)
         entries = self.cache.setdefault(key, [])
         for entry in entries:
-            if guards_module.first_failure(entry.guards) is None:
+            if entry.guards.holds():
                 self.hits += 1
                 break
         else:
@@ -247,13 +254,13 @@ class CompiledFunction:
     def _compile(self, inputs: tuple[Tensor, ...], key: tuple, entries: list) -> CompiledGraph:
         """Trace and compile for this call; note why, when something was compiled before."""
         if entries:
-            failed = guards_module.first_failure(entries[-1].guards)
+            failed = guards_module.first_failure(entries[-1].guards.guards)
             self.recompiles.append(f"guard failed: {failed.why()}" if failed else "guard failed")
         elif self.compiles:
             self.recompiles.append("new input signature: " + "; ".join(
                 guards_module.describe_signature(key, [f"input{i}" for i in range(len(inputs))])))
         entry = CompiledGraph(trace_graph(self.fn, inputs, side_effects=False), self.passes)
-        entry.guards = guards_module.collect(self.fn, entry.traced, entry.graph.baked)
+        entry.guards = guards_module.GuardSet(guards_module.collect(self.fn, entry.traced, entry.graph.baked))
         entry.key = key
         entries.append(entry)
         del entries[:-self.cache_limit]  # the oldest go first
@@ -281,7 +288,7 @@ class CompiledFunction:
     @property
     def guards(self) -> list[Guard]:
         """The guards of the graph the last call ran (the input signature aside)."""
-        return self._latest().guards
+        return self._latest().guards.guards
 
     def cache_info(self) -> dict[str, int]:
         """How many graphs were compiled, how many of those were recompiles (a guard failed
@@ -296,7 +303,7 @@ class CompiledFunction:
         names = [p.name for p in latest.traced.placeholders]
         lines = [latest.explain(), "", "guards (checked before each call):"]
         lines += ["  " + line for line in guards_module.describe_signature(latest.key, names)]
-        lines += [f"  {g.description} == {g.__repr__().split(' == ', 1)[1][:-1]}" for g in latest.guards]
+        lines += [f"  {g.description} == {g.shown()}" for g in latest.guards]
         info = self.cache_info()
         lines += ["", f"compiled {info['compiles']} time(s), {info['hits']} call(s) reused a graph, "
                       f"{info['recompiles']} recompile(s):"]

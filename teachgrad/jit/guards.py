@@ -36,9 +36,10 @@ class Guard:
     """One assumption: ``holds()`` is checked on each call; ``why()`` says what changed."""
 
     def __init__(self, description: str, read: Callable[[], Any], expected: Any,
-                 same: Callable[[Any, Any], bool]) -> None:
+                 same: Callable[[Any, Any], bool], fast: tuple = ()) -> None:
         self.description = description
         self.read, self.expected, self.same = read, expected, same
+        self.fast = fast  # how GuardSet checks it without a call: ("entry", dict, key), ...
 
     def holds(self) -> bool:
         try:
@@ -53,8 +54,12 @@ class Guard:
             now = "gone"
         return f"{self.description}: was {_show(self.expected)}, now {now}"
 
+    def shown(self) -> str:
+        """The expected value, short."""
+        return _show(self.expected)
+
     def __repr__(self) -> str:
-        return f"Guard({self.description} == {_show(self.expected)})"
+        return f"Guard({self.description} == {self.shown()})"
 
 
 def _show(value: Any) -> str:
@@ -124,10 +129,11 @@ def tensor_guards(graph: Graph, baked: set[str]) -> list[Guard]:
     for target in sorted(graph.captured):
         t = graph.constants[target]
         guards.append(Guard(f"{target}.requires_grad", lambda t=t: t.requires_grad,
-                            t.requires_grad, _identical))
+                            t.requires_grad, _identical, ("requires_grad", t)))
         if target in baked and target not in written:
             guards.append(Guard(f"{target} unchanged in place (its version)",
-                                lambda t=t: t._version_counter[0], t._version_counter[0], _equal))
+                                lambda t=t: t._version_counter[0], t._version_counter[0], _equal,
+                                ("version", t)))
     return guards
 
 
@@ -143,10 +149,11 @@ def module_guards(module: Any, prefix: str = "model") -> list[Guard]:
             entries = state[registry]
             for key, obj in entries.items():
                 guards.append(Guard(f"{where}.{key} is the object it was", lambda e=entries, k=key: e[k],
-                                    obj, _identical))
+                                    obj, _identical, ("entry", entries, key)))
         for key, value in state.items():  # training, and numbers and flags such as eps
             if not key.startswith("_") and _is_plain(value):
-                guards.append(Guard(f"{where}.{key}", lambda s=state, k=key: s[k], _snapshot(value), _equal))
+                guards.append(Guard(f"{where}.{key}", lambda s=state, k=key: s[k], _snapshot(value),
+                                    _equal, ("entry", state, key)))
     return guards
 
 
@@ -167,20 +174,20 @@ def _names_read(code: types.CodeType) -> Iterator[str]:
 
 
 def _guard_value(name: str, description: str, read: Callable[[], Any], value: Any,
-                 seen: set[int], depth: int) -> list[Guard]:
+                 seen: set[int], depth: int, fast: tuple = ()) -> list[Guard]:
     """Guards for one value the function reads by name."""
     if _is_plain(value):
-        return [Guard(description, read, _snapshot(value), _equal)]
+        return [Guard(description, read, _snapshot(value), _equal, fast)]
     if isinstance(value, Tensor):
-        return [Guard(f"{description} is the tensor it was", read, value, _identical)]
+        return [Guard(f"{description} is the tensor it was", read, value, _identical, fast)]
     if hasattr(value, "named_modules") and hasattr(value, "_parameters"):  # an nn.Module
         if id(value) in seen:
             return []
         seen.add(id(value))
-        return [Guard(f"{description} is the module it was", read, value, _identical),
+        return [Guard(f"{description} is the module it was", read, value, _identical, fast),
                 *module_guards(value, name)]
     if _is_users(value) and depth < HELPER_DEPTH:
-        return [Guard(f"{description} is the function it was", read, value, _identical),
+        return [Guard(f"{description} is the function it was", read, value, _identical, fast),
                 *function_guards(value, seen, depth + 1)]
     return []
 
@@ -205,7 +212,7 @@ def function_guards(fn: Any, seen: set[int] | None = None, depth: int = 0) -> li
     for name in dict.fromkeys(_names_read(fn.__code__)):
         if name in namespace:
             guards += _guard_value(name, f"global {name!r} of {where}", lambda n=name: namespace[n],
-                                   namespace[name], seen, depth)
+                                   namespace[name], seen, depth, ("entry", namespace, name))
     return guards
 
 
@@ -235,5 +242,56 @@ def first_failure(guards: list[Guard]) -> Guard | None:
     return None
 
 
-__all__ = ["Guard", "collect", "describe_signature", "first_failure", "function_guards",
+_MISSING = object()
+
+
+class GuardSet:
+    """A list of guards checked as fast as plain Python allows: each kind in one tight loop
+    (a dict lookup and an ``is``, mostly), instead of a call per guard. ``holds()`` is
+    what every call of a compiled function pays for; :func:`first_failure` says why."""
+
+    def __init__(self, guards: list[Guard]) -> None:
+        self.guards = guards
+        self.same_object: list[tuple[dict, Any, Any]] = []
+        self.equal_value: list[tuple[dict, Any, Any]] = []
+        self.requires_grad: list[tuple[Tensor, bool]] = []
+        self.versions: list[tuple[list, int]] = []
+        self.others: list[Guard] = []
+        for g in guards:
+            kind = g.fast[0] if g.fast else None
+            if kind == "entry" and g.same is _identical:
+                self.same_object.append((g.fast[1], g.fast[2], g.expected))
+            elif kind == "entry" and isinstance(g.expected, PLAIN):
+                self.equal_value.append((g.fast[1], g.fast[2], g.expected))
+            elif kind == "requires_grad":
+                self.requires_grad.append((g.fast[1], g.expected))
+            elif kind == "version":
+                self.versions.append((g.fast[1]._version_counter, g.expected))
+            else:
+                self.others.append(g)
+
+    def holds(self) -> bool:
+        for mapping, key, expected in self.same_object:
+            if mapping.get(key, _MISSING) is not expected:
+                return False
+        for mapping, key, expected in self.equal_value:
+            now = mapping.get(key, _MISSING)  # (the same object: equal, NaN included)
+            if now is not expected and (type(now) is not type(expected) or now != expected):
+                return False
+        for t, expected in self.requires_grad:
+            if t.requires_grad is not expected:
+                return False
+        for counter, expected in self.versions:
+            if counter[0] != expected:
+                return False
+        return all(g.holds() for g in self.others)
+
+    def __iter__(self) -> Iterator[Guard]:
+        return iter(self.guards)
+
+    def __len__(self) -> int:
+        return len(self.guards)
+
+
+__all__ = ["Guard", "GuardSet", "collect", "describe_signature", "first_failure", "function_guards",
            "module_guards", "signature", "tensor_guards"]

@@ -173,10 +173,14 @@ def _replace_group(g: Graph, members: list[Node]) -> None:
 
 def _with_generated_names(members: list[Node], inputs: list[Ref],
                           outputs: list[str]) -> tuple[list[Node], list[Ref], list[str]]:
-    """Copies of a group's nodes named ``mul0, add1, ...`` and its inputs ``in0, in1, ...``:
-    the kernel's source is written from these names, never from the graph's own (which
-    may come from a file, or be any string a user chose)."""
-    names = {m.name: f"{m.target.__name__.lower()}{i}" for i, m in enumerate(members)}
+    """Copies of a group's nodes named after their operation (``mul, add, mul_1, ...``), and
+    its inputs ``in0, in1, ...``: the kernel's source is written from these names, never
+    from the graph's own (which may come from a file, or be any string a user chose)."""
+    names: dict[str, str] = {}
+    for m in members:
+        base = m.target.__name__.lower()  # an engine operation's name (fusible ones only)
+        taken = sum(1 for n in names.values() if n == base or n.startswith(base + "_"))
+        names[m.name] = base if not taken else f"{base}_{taken}"
     renamed_inputs = {r: Ref(f"in{i}") for i, r in enumerate(inputs)}
 
     def rename(r: Ref) -> Ref:
