@@ -400,3 +400,27 @@ def test_generated_source_never_contains_graph_names(chosen):
         got = compiled((x, y))
     for g, e in zip(got, f(x, y)):
         close(g, e)
+
+
+def test_value_read_into_python_while_tracing_is_guarded():
+    limit = tg.tensor(2.0)
+
+    def f(x):
+        return x.clamp(max=limit.item())  # the number is baked into the graph
+    compiled, x = tg.compile(f), tg.tensor([1.0, 3.0, 5.0])
+    close(compiled(x), f(x))
+    limit.fill_(4.0)
+    close(compiled(x), f(x))
+    assert compiled.recompiles == ["guard failed: closure variable 'limit' of test_value_read_into_"
+                                   "python_while_tracing_is_guarded.<locals>.f unchanged in place "
+                                   "(its version): was 0, now 1"]
+
+
+def test_module_captured_by_a_closure_is_guarded_too():
+    model = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
+    compiled, x = tg.compile(lambda x: model(x).relu()), tg.randn(4, 3)
+    with tg.no_grad():
+        compiled(x)
+        model.eval()
+        close(compiled(x), model(x).relu())
+    assert compiled.recompiles == ["guard failed: model.training: was True, now False"]

@@ -120,18 +120,20 @@ def describe_signature(key: tuple, names: list[str]) -> list[str]:
 
 # -- captured tensors ----------------------------------------------------------------
 
-def tensor_guards(graph: Graph, baked: set[str]) -> list[Guard]:
+def tensor_guards(graph: Graph, baked: set[str], labels: dict[int, str] | None = None) -> list[Guard]:
     """requires_grad of every captured tensor; the version of those the graph baked in
-    (``baked``: by the passes, or ``graph.baked``: read into Python while tracing)."""
+    (``baked``: by the passes, or ``graph.baked``: read into Python while tracing).
+    ``labels`` names a tensor the graph calls ``constant0`` as the function does."""
     written = {target for target, _ in graph.writes}
     baked = baked | graph.baked
     guards = []
     for target in sorted(graph.captured):
         t = graph.constants[target]
-        guards.append(Guard(f"{target}.requires_grad", lambda t=t: t.requires_grad,
+        label = (labels or {}).get(id(t), target)
+        guards.append(Guard(f"{label}.requires_grad", lambda t=t: t.requires_grad,
                             t.requires_grad, _identical, ("requires_grad", t)))
         if target in baked and target not in written:
-            guards.append(Guard(f"{target} unchanged in place (its version)",
+            guards.append(Guard(f"{label} unchanged in place (its version)",
                                 lambda t=t: t._version_counter[0], t._version_counter[0], _equal,
                                 ("version", t)))
     return guards
@@ -219,7 +221,7 @@ def function_guards(fn: Any, seen: set[int] | None = None, depth: int = 0) -> li
 def collect(fn: Any, graph: Graph, baked: set[str] = frozenset()) -> list[Guard]:
     """Every guard of a compiled ``fn`` whose trace is ``graph`` and whose passes baked in
     the captured tensors ``baked`` (the input signature aside: it is the cache key)."""
-    guards = tensor_guards(graph, set(baked))
+    guards: list[Guard] = []
     seen: set[int] = set()
     owner = getattr(fn, "__self__", fn)  # a bound method's module
     if hasattr(owner, "named_modules") and hasattr(owner, "_parameters"):
@@ -231,7 +233,10 @@ def collect(fn: Any, graph: Graph, baked: set[str] = frozenset()) -> list[Guard]
                 guards += function_guards(forward, seen)
     else:
         guards += function_guards(fn, seen)
-    return guards
+    suffix = " is the tensor it was"
+    labels = {id(g.expected): g.description[:-len(suffix)] for g in guards
+              if isinstance(g.expected, Tensor) and g.description.endswith(suffix)}
+    return tensor_guards(graph, set(baked), labels) + guards
 
 
 def first_failure(guards: list[Guard]) -> Guard | None:
