@@ -424,3 +424,26 @@ def test_module_captured_by_a_closure_is_guarded_too():
         model.eval()
         close(compiled(x), model(x).relu())
     assert compiled.recompiles == ["guard failed: model.training: was True, now False"]
+
+
+class _Scale(tg.autograd.Function):
+    """A user's Function with keyword attributes (their names and strings stay data)."""
+
+    @staticmethod
+    def forward(ctx, a, factor=1.0, mode="plain"):
+        ctx.factor = factor
+        return a * factor if mode == "scaled" else a
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.factor, None, None
+
+
+def test_keyword_attributes_and_user_functions_reach_the_code_as_data():
+    def f(x):
+        return _Scale.apply(x, factor=3.0, mode="scaled") + 1.0
+    compiled, x = tg.compile(f), tg.randn(4)
+    with tg.no_grad():
+        close(compiled(x), f(x))
+    assert "factor" not in compiled.code and "scaled" not in compiled.code
+    assert "_Scale" not in compiled.code  # a user's class name is not teachgrad's to print

@@ -200,7 +200,7 @@ class CompiledGraph:
         needs_grad = grad_mode._enabled and (any(t.requires_grad for t in inputs)
                                              or any(c.requires_grad for c in self.constants))
         if needs_grad:
-            return interpreter.run(self.graph, inputs)
+            return interpreter.run(self.graph, inputs, self.owned)
         arrays = self._forward(*[t._array for t in inputs], *[c._array for c in self.constants])
         if self.graph.writes:
             arrays, new_values = arrays

@@ -75,8 +75,9 @@ def fresh(result: Any, owned: list[bool]) -> Any:
     return copied if isinstance(result, tuple) else copied[0]
 
 
-def run(graph: Graph, inputs: Sequence[Tensor]) -> Any:
-    """The graph's output(s) for ``inputs`` (a tensor, or a tuple for a tuple output)."""
+def run(graph: Graph, inputs: Sequence[Tensor], owned: list[bool] | None = None) -> Any:
+    """The graph's output(s) for ``inputs`` (a tensor, or a tuple for a tuple output);
+    ``owned``: :func:`owned_outputs`, when the caller has it already."""
     env: dict[str, Any] = {}
 
     def value(ref: Ref) -> Any:
@@ -94,7 +95,8 @@ def run(graph: Graph, inputs: Sequence[Tensor]) -> Any:
             kwargs = map_refs(node.kwargs, value)
             env[node.name] = node.target.apply(*args, **kwargs)
         else:
-            result = fresh(map_refs(node.args[0], value), owned_outputs(graph))
+            result = fresh(map_refs(node.args[0], value),
+                           owned_outputs(graph) if owned is None else owned)
             write_back(graph, [value(ref) for _, ref in graph.writes])
             return result
     raise ValueError("this graph has no output node")
