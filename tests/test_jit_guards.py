@@ -447,3 +447,17 @@ def test_keyword_attributes_and_user_functions_reach_the_code_as_data():
         close(compiled(x), f(x))
     assert "factor" not in compiled.code and "scaled" not in compiled.code
     assert "_Scale" not in compiled.code  # a user's class name is not teachgrad's to print
+
+
+def test_compiling_a_traced_batchnorm_keeps_its_writes():
+    model = nn.BatchNorm1d(3)
+    traced = tg.jit.trace(model, (tg.randn(4, 3),))  # a real call: the statistics moved once
+    eager = copy.deepcopy(model)
+    compiled = tg.compile(traced)
+    for _ in range(3):
+        x = tg.randn(4, 3)
+        with tg.no_grad():
+            close(compiled(x), eager(x))
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        np.testing.assert_allclose(getattr(model, name).numpy(), getattr(eager, name).numpy(), rtol=1e-6)
+    assert int(model.num_batches_tracked.item()) == 4

@@ -47,11 +47,10 @@ def write_back(graph: Graph, new_values: Sequence[Any]) -> None:
     """Give each tensor the function wrote in place (``graph.writes``) its new value."""
     for (target, _), value in zip(graph.writes, new_values):
         live = graph.constants[target]
-        array = value._array if isinstance(value, Tensor) else value
-        if array.dtype != live.dtype.numpy:
-            array = live._backend.astype(array, live.dtype.numpy)
-        live._backend.setitem(live._array, (Ellipsis,), array)
-        live._bump_version()
+        if not isinstance(value, Tensor):  # an array from the generated program
+            value = Tensor._make(value, live._backend, live.device)
+        with grad_mode.no_grad():  # (copy_: so a trace of this graph records the write too)
+            live.copy_(value)
 
 
 def owned_outputs(graph: Graph) -> list[bool]:
