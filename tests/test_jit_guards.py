@@ -461,3 +461,20 @@ def test_compiling_a_traced_batchnorm_keeps_its_writes():
     for name in ("running_mean", "running_var", "num_batches_tracked"):
         np.testing.assert_allclose(getattr(model, name).numpy(), getattr(eager, name).numpy(), rtol=1e-6)
     assert int(model.num_batches_tracked.item()) == 4
+
+
+def test_a_users_forward_reading_a_global_is_guarded_inside_a_closure_too():
+    class Shifted(nn.Module):
+        def forward(self, x):
+            return x + GLOBAL_FACTOR
+    model = Shifted()
+    direct, through = tg.compile(model), tg.compile(lambda x: model(x) * 1.0)
+    x = tg.randn(3)
+    direct(x), through(x)
+    global GLOBAL_FACTOR
+    try:
+        GLOBAL_FACTOR = -1.0
+        close(direct(x), x - 1.0)
+        close(through(x), x - 1.0)
+    finally:
+        GLOBAL_FACTOR = 2.0

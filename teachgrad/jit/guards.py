@@ -187,7 +187,7 @@ def _guard_value(name: str, description: str, read: Callable[[], Any], value: An
             return []
         seen.add(id(value))
         return [Guard(f"{description} is the module it was", read, value, _identical, fast),
-                *module_guards(value, name)]
+                *_module_and_its_code(value, name, seen)]
     if _is_users(value) and depth < HELPER_DEPTH:
         return [Guard(f"{description} is the function it was", read, value, _identical, fast),
                 *function_guards(value, seen, depth + 1)]
@@ -218,6 +218,16 @@ def function_guards(fn: Any, seen: set[int] | None = None, depth: int = 0) -> li
     return guards
 
 
+def _module_and_its_code(module: Any, name: str, seen: set[int]) -> list[Guard]:
+    """A module's guards, and those of the ``forward`` methods a user wrote for it."""
+    guards = module_guards(module, name)
+    for m in module.modules():
+        forward = getattr(type(m), "forward", None)
+        if _is_users(forward):
+            guards += function_guards(forward, seen)
+    return guards
+
+
 def collect(fn: Any, graph: Graph, baked: set[str] = frozenset()) -> list[Guard]:
     """Every guard of a compiled ``fn`` whose trace is ``graph`` and whose passes baked in
     the captured tensors ``baked`` (the input signature aside: it is the cache key)."""
@@ -226,11 +236,7 @@ def collect(fn: Any, graph: Graph, baked: set[str] = frozenset()) -> list[Guard]
     owner = getattr(fn, "__self__", fn)  # a bound method's module
     if hasattr(owner, "named_modules") and hasattr(owner, "_parameters"):
         seen.add(id(owner))
-        guards += module_guards(owner)
-        for m in owner.modules():
-            forward = getattr(type(m), "forward", None)
-            if _is_users(forward):
-                guards += function_guards(forward, seen)
+        guards += _module_and_its_code(owner, "model", seen)
     else:
         guards += function_guards(fn, seen)
     suffix = " is the tensor it was"
