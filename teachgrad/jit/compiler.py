@@ -1,8 +1,10 @@
 """``tg.compile``: trace, optimise, generate code, and cache it per input signature.
 
-A compiled function keeps one compiled graph per *signature* of its inputs (their
-shapes, dtypes and devices): a new signature traces and compiles again, a seen one
-reuses what was built. Each compiled graph has two ways to run:
+A compiled function keeps compiled graphs by the *signature* of their inputs (shapes,
+dtypes, devices, requires_grad, and grad mode), each with the *guards* of its trace:
+what else it assumed (:mod:`teachgrad.jit.guards`). A call reuses a graph whose
+guards hold; otherwise it traces and compiles again. Each compiled graph has two
+ways to run:
 
 * when no gradient is needed, a generated Python function (``.code``) that calls the
   backend on raw arrays, one line per node: none of the per-operation bookkeeping of
@@ -181,6 +183,7 @@ class CompiledGraph:
     def __init__(self, traced: Graph, passes: Sequence[Callable], guards: Sequence[Guard] = ()) -> None:
         self.traced = traced
         self.guards = guards_module.GuardSet(list(guards))
+        self.key: tuple | None = None  # the input signature it was compiled for
         self.graph, self.reports = passes_module.optimise(traced, passes)
         self.code, self._forward = _PlanWriter(self.graph).write()
         self.constants = [self.graph.constants[n.target] for n in self.graph.nodes if n.op == "get_attr"]
