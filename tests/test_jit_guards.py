@@ -395,6 +395,8 @@ def test_generated_source_never_contains_graph_names(chosen):
     graph = _renamed(trace_graph(f, (x, y)), HOSTILE)
     compiled = CompiledGraph(graph, chosen)
     assert "pwned" not in compiled.code and "__import__" not in compiled.code
+    assert all("pwned" not in k.source and "import__" not in k.source for k in compiled.kernels)
+    assert len(compiled.kernels) == (1 if chosen else 0)
     assert "os" not in compiled.code.replace("compiled_forward", "").split()
     with tg.no_grad():
         got = compiled((x, y))
