@@ -408,7 +408,7 @@ def test_value_read_into_python_while_tracing_is_guarded():
     limit = tg.tensor(2.0)
 
     def f(x):
-        return x.clamp(max=limit.item())  # the number is baked into the graph
+        return (x + limit).clamp(max=limit.item())  # read by an operation, then as a number
     compiled, x = tg.compile(f), tg.tensor([1.0, 3.0, 5.0])
     close(compiled(x), f(x))
     limit.fill_(4.0)

@@ -106,9 +106,12 @@ class Tracer:
 
     def bake(self, t: Tensor) -> None:
         """The trace read ``t``'s value into Python: the graph holds for this value only."""
-        if id(t) not in self.values and id(t) not in self.fresh:
-            self.ref(t)
-            self.graph.baked.add(self.targets[id(t)])
+        if id(t) in self.fresh or self.computed(t):
+            return  # (a value of the graph's own: fixed, or a graph break, said elsewhere)
+        self.ref(t)
+        target = self.targets.get(id(t))
+        if target in self.graph.captured:
+            self.graph.baked.add(target)
 
     # -- in-place writes (see teachgrad.jit.writes) ---------------------------------
     def before_write(self, t: Tensor) -> None:
