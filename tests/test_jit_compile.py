@@ -202,7 +202,7 @@ def test_explain_reports_node_counts_per_pass():
         return (x * 2.0).tanh() + (x * 2.0).tanh()
     compiled = tg.compile(f)
     compiled(tg.randn(4))
-    lines = compiled.explain().splitlines()
+    lines = compiled.explain().splitlines()[:4]  # (then the guards and the recompiles)
     assert [line.split()[0] for line in lines] == [
         "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants", "fuse_elementwise"]
     assert [line.split()[2:5] for line in lines] == [["6", "->", "5"], ["5", "->", "3"],
@@ -249,4 +249,4 @@ def test_generated_program_runs_every_kind_of_operation_and_tuple_outputs():
         assert g.dtype is e.dtype and tuple(g.shape) == tuple(e.shape)
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6)
     code = compiled.code
-    assert "cpu.matmul(x, w)" in code and "Softmax._apply(" in code and "MaxDim._apply(" in code
+    assert "cpu.matmul(v0, v1)" in code and "Softmax._apply(" in code and "MaxDim._apply(" in code

@@ -34,7 +34,7 @@ def test_trace_records_each_function_with_its_attributes_and_parameters_by_name(
     assert traced.graph.constants["0.weight"] is model[0].weight  # live parameters, not copies
     assert traced.graph.counts() == {"placeholder": 1, "get_attr": 4, "call_function": 3, "output": 1}
     np.testing.assert_allclose(traced(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
-    other = tg.randn(7, 3)  # the same graph on another batch size
+    other = tg.randn(4, 3)  # the same graph on other values
     np.testing.assert_allclose(traced(other).detach().numpy(), model(other).detach().numpy(), rtol=1e-6)
     assert function_module.observer is None  # the seam is free again
 
@@ -138,13 +138,21 @@ def test_graph_break_names_the_op_and_the_fix(method):
     assert tg.randn(3).sum().item() is not None  # the methods are restored
 
 
-def test_in_place_write_is_a_graph_break():
+def test_in_place_write_is_recorded_and_a_write_into_an_input_is_a_graph_break():
     def f(x):
         y = x * 2.0
         y.add_(1.0)
         return y
-    with pytest.raises(TracingError, match=r"in-place operation add_ writes into the result of Mul"):
-        tg.jit.trace(f, (tg.randn(3),))
+    traced = tg.jit.trace(f, (tg.randn(3),))
+    assert [n.target.__name__ for n in traced.graph.operations()] == ["Mul", "Add"]
+    x = tg.randn(3)
+    np.testing.assert_allclose(traced(x).numpy(), f(x).numpy(), rtol=1e-6)
+
+    def g(x):
+        x.add_(1.0)
+        return x
+    with pytest.raises(TracingError, match=r"in-place operation add_ writes into input 'x'"):
+        tg.jit.trace(g, (tg.randn(3),))
 
 
 def test_non_tensor_return_is_rejected():
@@ -171,9 +179,12 @@ def test_calling_a_traced_function_with_wrong_inputs():
     traced = tg.jit.trace(lambda x: x * 2.0, (tg.randn(3),))
     with pytest.raises(TypeError, match=r"takes 1 input\(s\) \(x\), but 2 were given"):
         traced(tg.randn(3), tg.randn(3))
-    with pytest.raises(TypeError, match=r"traced as a cpu float32 tensor with 1 dimensions, but "
-                                        r"got a cpu float64"):
+    with pytest.raises(TypeError, match=r"traced as a cpu float32 tensor of shape \[3\], but "
+                                        r"got a cpu float64 tensor of shape \[3\]"):
         traced(tg.randn(3, dtype=tg.float64))
+    with pytest.raises(TypeError, match=r"traced as a cpu float32 tensor of shape \[3\], but "
+                                        r"got a cpu float32 tensor of shape \[5\].*tg.compile"):
+        traced(tg.randn(5))
 
 
 # -- save / load ---------------------------------------------------------------------------

@@ -9,9 +9,10 @@
     fast = tg.compile(model)                # passes + fused numba kernels
 
 Modules: :mod:`.ir` (the graph), :mod:`.tracer` (recording), :mod:`.interpreter`
-(running), :mod:`.serialize` (save/load; :mod:`.graph_check` checks a file whole,
-:mod:`.registry` holds the Functions a file may name), :mod:`.passes` (the optimisations),
-:mod:`.codegen` (fused kernels), :mod:`.compiler` (``tg.compile``).
+(running), :mod:`.writes` (recording in-place writes), :mod:`.serialize` (save/load;
+:mod:`.graph_check` checks a file whole, :mod:`.registry` holds the Functions a file may
+name), :mod:`.passes` (the optimisations), :mod:`.codegen` (fused kernels), :mod:`.guards`
+(what a compiled graph assumed), :mod:`.compiler` (``tg.compile``).
 """
 from __future__ import annotations
 
