@@ -7,7 +7,7 @@ code runs on both, so any difference is a difference of the libraries.
 
 ``scripts/record_torch_fixtures.py`` runs every case with torch and stores the
 outputs, the gradients (or the class of the error raised) in
-``tests/fixtures/torch_differential.npz``; ``tests/test_differential.py`` runs
+``tests/fixtures/torch_differential.npz``; ``tests/engine/test_differential.py`` runs
 them with teachgrad on cpu, the numba CPU backend and cuda, and compares.
 This module never imports torch.
 """

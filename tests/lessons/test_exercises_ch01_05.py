@@ -21,7 +21,7 @@ from teachgrad.exercises.edition import learner_stub
 
 from notebook_solutions import define, solution_source
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 CHAPTERS = {
     1: "01_why_ml_systems.ipynb", 2: "02_tensors_and_devices.ipynb", 3: "03_autograd.ipynb",
     4: "04_custom_functions.ipynb", 5: "05_modules_and_optimizers.ipynb",

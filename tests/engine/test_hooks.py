@@ -1,7 +1,7 @@
 """Module hooks: the same order, arguments and replacements as PyTorch's.
 
 The expected logs were recorded from PyTorch by ``scripts/record_hook_fixture.py``
-running ``tests/hook_scenarios.py``; here the same scenarios run on teachgrad.
+running ``tests/engine/hook_scenarios.py``; here the same scenarios run on teachgrad.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import teachgrad as tg
 from hook_scenarios import SCENARIOS, as_data
 from teachgrad import nn
 
-FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "hooks_torch.json").read_text())
+FIXTURE = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "hooks_torch.json").read_text())
 
 
 def _same(got, expected, where: str) -> None:

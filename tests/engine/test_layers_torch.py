@@ -11,7 +11,7 @@ import pytest
 import teachgrad.nn.functional as F
 from teachgrad import nn
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 with open(os.path.join(FIXTURES, "torch_layers.json")) as _f:
     CASES = {case["name"]: case for case in json.load(_f)["cases"]}
 ARRAYS = np.load(os.path.join(FIXTURES, "torch_layers.npz"), allow_pickle=False)

@@ -1,7 +1,7 @@
 """Wrong answers to the exercises of chapters 1-5, each rejected with feedback that names it.
 
 Every exercise gets at least three realistic wrong answers here or in
-tests/test_exercises_ch01_05.py: the slips learners make (wrong sign, off by
+tests/lessons/test_exercises_ch01_05.py: the slips learners make (wrong sign, off by
 one, a missing zero_grad) and the shortcuts that skip the method the exercise
 teaches (a lookup table for the visible cases, numpy wrapped in a tensor, one
 backward() for the whole batch). Each checker also tests inputs drawn afresh

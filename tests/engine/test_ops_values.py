@@ -175,7 +175,7 @@ def test_clamp_and_clip():
 @covers("addcmul", "addcdiv", "lerp")
 @pytest.mark.parametrize("dtype", [tg.float32, tg.float64])
 def test_addcmul_addcdiv_and_lerp(dtype):
-    """(tests/test_pointwise_fused.py has their in-place forms, gradients and errors)"""
+    """(tests/engine/test_pointwise_fused.py has their in-place forms, gradients and errors)"""
     a, b = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
     c = rng.uniform(0.5, 2.0, 3)
     check(tg.addcmul(t(a, dtype), t(b, dtype), t(c, dtype), value=-0.5), a - 0.5 * b * c, dtype,

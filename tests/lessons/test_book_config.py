@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-BOOK = Path(__file__).resolve().parent.parent / "book"
+BOOK = Path(__file__).resolve().parents[2] / "book"
 
 
 def test_vendored_files_match_their_recorded_checksums():

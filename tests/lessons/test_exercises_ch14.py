@@ -15,7 +15,7 @@ from teachgrad.exercises.edition import learner_stub
 
 from notebook_solutions import define, solution_source
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "14_data_parallelism.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "14_data_parallelism.ipynb"
 EXERCISES = [("data_parallel_gradient", ch14.check_data_parallel_gradient, "14.2"),
              ("send_chunk", ch14.check_ring_send_chunk, "14.1"),
              ("shard_indices", ch14.check_shard_indices, "14.3")]

@@ -20,7 +20,7 @@ from teachgrad.exercises.edition import learner_stub
 import notebook_solutions
 from notebook_solutions import solution_source
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 EXERCISES = [
     ("12_instrumentation", "CallCounter", ch12.check_call_counter),
     ("12_instrumentation", "log_grad_norms", ch12.check_log_grad_norms),

@@ -16,7 +16,7 @@ from teachgrad.jit import GraphFormatError, TracerWarning, TracingError
 from teachgrad.jit.ir import Ref
 
 nn = tg.nn
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def mlp() -> nn.Module:

@@ -1,5 +1,5 @@
 """Assignment and in-place methods on tensors autograd records: float64 gradient checks on
-every device (PyTorch's values for the same programs are in tests/test_differential.py)."""
+every device (PyTorch's values for the same programs are in tests/engine/test_differential.py)."""
 from __future__ import annotations
 
 import pytest

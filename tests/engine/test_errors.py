@@ -250,7 +250,7 @@ def test_in_place_on_a_leaf_is_allowed_under_no_grad(name):
 
 
 def test_in_place_on_a_non_leaf_in_the_graph():
-    # recorded, as in PyTorch (more values in tests/test_differential.py); a view is refused
+    # recorded, as in PyTorch (more values in tests/engine/test_differential.py); a view is refused
     x = tg.ones(2, requires_grad=True)
     y = x * 2
     y += x
@@ -324,7 +324,7 @@ def test_in_place_result_that_needs_a_wider_dtype():
 
 
 def test_assigning_into_a_graph_tensor():
-    # recorded like PyTorch's index_put (values in tests/test_differential.py); a view is refused
+    # recorded like PyTorch's index_put (values in tests/engine/test_differential.py); a view is refused
     x = tg.ones(2, requires_grad=True)
     y = x * 2
     y[0] = 1.0

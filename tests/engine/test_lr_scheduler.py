@@ -9,7 +9,8 @@ import pytest
 import teachgrad as tg
 from teachgrad.optim import lr_scheduler as S
 
-with open(os.path.join(os.path.dirname(__file__), "fixtures", "torch_lr_scheduler.json")) as _f:
+with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
+                       "torch_lr_scheduler.json")) as _f:
     FIXTURE = json.load(_f)
 SEQUENCES = FIXTURE["sequences"]
 

@@ -9,7 +9,7 @@ import nbformat
 
 from teachgrad.exercises.edition import SOLUTION_TAG
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def solution_source(notebook: str, name: str) -> str:

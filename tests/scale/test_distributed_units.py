@@ -15,7 +15,7 @@ from teachgrad.distributed import ring
 from teachgrad.nn.parallel import DistributedDataParallel
 from teachgrad.utils.data import DistributedSampler
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 # --- the ring ---------------------------------------------------------------------------

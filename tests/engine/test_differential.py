@@ -20,7 +20,7 @@ import pytest
 import teachgrad as tg
 from teachgrad.backends import get_cpu_backend, set_cpu_backend
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from differential_cases import Ctx, all_cases, run_case  # noqa: E402

@@ -14,7 +14,7 @@ from teachgrad.exercises.edition import learner_stub
 
 from notebook_solutions import define, solution_source
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11_static_graphs_and_compilers.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "11_static_graphs_and_compilers.ipynb"
 
 
 def _solution_source(name: str) -> str:

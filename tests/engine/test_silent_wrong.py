@@ -1,7 +1,7 @@
 """Results that were once quietly wrong: one test per case, against numpy or PyTorch's value.
 
 Values marked "PyTorch 2.13" were printed by ``torch`` 2.13 (CPU) for the same
-call; the differential suite (tests/test_differential.py) covers many more.
+call; the differential suite (tests/engine/test_differential.py) covers many more.
 Each test runs on every backend that the case concerns: ``cpu`` (numpy),
 the numba CPU backend and ``cuda`` (the simulator here).
 """

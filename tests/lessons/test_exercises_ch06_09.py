@@ -22,7 +22,7 @@ from teachgrad.exercises.edition import learner_stub
 import notebook_solutions
 from notebook_solutions import solution_source
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 #: (notebook, name the solution cell defines, checker)
 EXERCISES = [

@@ -97,7 +97,7 @@ def test_a_bad_launch_configuration_is_still_refused_at_once():
 
 
 def _run(code: str, **env) -> subprocess.CompletedProcess:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     environ = {**os.environ, "PYTHONPATH": root, **env}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=environ,
                           capture_output=True, text=True, timeout=120)

@@ -1,6 +1,6 @@
 """teachgrad.distributed on real ranks: jobs started with MPICH's mpiexec from pytest.
 
-Each test launches a script from tests/distributed_scripts/ on 2 or 3 ranks
+Each test launches a script from tests/scale/distributed_scripts/ on 2 or 3 ranks
 (``dist.launch``, which kills the job at its timeout, so nothing here can hang)
 and reads what each rank printed.
 """
@@ -17,7 +17,7 @@ import pytest
 import teachgrad.distributed as dist
 
 SCRIPTS = Path(__file__).resolve().parent / "distributed_scripts"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 QUICK_FAULTS = {"TEACHGRAD_DIST_TIMEOUT": "3", "TEACHGRAD_DIST_FAULT_GRACE": "2"}
 
 

@@ -1,7 +1,7 @@
 """Module-hook scenarios written once against the PyTorch API, run on a library ``lib``.
 
 ``scripts/record_hook_fixture.py`` runs them with ``lib = torch`` and stores what
-happened in ``tests/fixtures/hooks_torch.json``; ``tests/test_hooks.py`` runs them with
+happened in ``tests/fixtures/hooks_torch.json``; ``tests/engine/test_hooks.py`` runs them with
 ``lib = teachgrad`` and compares. Each scenario returns a log: a list of events
 (``[kind, module name, values...]``), where a tensor is a nested list and a missing
 gradient is ``None``.

@@ -22,7 +22,7 @@ from teachgrad.bench.schema import READABLE_VERSIONS, SCHEMA_VERSION, Ceiling, R
 from teachgrad.bench.suite import Plan, format_record
 from teachgrad.bench.system import make_header
 
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
 
 # -- the triad kernel ----------------------------------------------------------------------
