@@ -8,9 +8,8 @@ import teachgrad as tg
 from teachgrad import nn
 from teachgrad.backends import numba_matmul
 from teachgrad.backends.base import BINARY_OPS, UNARY_OPS
-from teachgrad.backends.numba_cpu import (
-    BINARY_CODES, CONTIGUOUS, GRAIN, NumbaCPUBackend, parallel_for, zip_loop,
-)
+from teachgrad.backends.numba_cpu import NumbaCPUBackend
+from teachgrad.backends.numba_loops import BINARY_CODES, CONTIGUOUS, GRAIN, parallel_for, zip_loop
 from teachgrad.backends.numpy_backend import NumpyBackend
 
 numba_backend = NumbaCPUBackend()
