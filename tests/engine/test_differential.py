@@ -23,7 +23,8 @@ from teachgrad.backends import get_cpu_backend, set_cpu_backend
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from differential_cases import Ctx, all_cases, run_case  # noqa: E402
+from differential_cases import Ctx, run_case  # noqa: E402
+from differential_suite import all_cases  # noqa: E402
 
 FIXTURE = np.load(ROOT / "tests" / "fixtures" / "torch_differential.npz")
 INDEX = json.loads(str(FIXTURE["__index__"]))["cases"]
