@@ -150,7 +150,7 @@ def launch(kernel, grid: Dims, block: Dims, *args, shared_bytes: int = 0) -> Non
 
     check_launch(kernel, grid, block, args, shared_bytes)
     enqueue("kernel", _kernel_name(kernel),
-                    functools.partial(_run_kernel, kernel, grid, block, args))
+            functools.partial(_run_kernel, kernel, grid, block, args))
 
 
 def _run_kernel(kernel, grid: Dims, block: Dims, args: tuple, handle) -> None:
