@@ -1,5 +1,5 @@
 """Record what PyTorch's compiled functions do when what they assumed changes, for
-tests/test_jit_guards.py to compare ``tg.compile`` and ``tg.jit.trace`` against.
+tests/execution/test_jit_guards.py to compare ``tg.compile`` and ``tg.jit.trace`` against.
 
 Each scenario runs with ``torch.compile(..., backend="eager")`` (Dynamo's guards and
 recompiles, with no C++ compiler needed) or ``torch.jit.trace``, on inputs drawn here
