@@ -198,6 +198,7 @@ def make_fused_function(members: list[Node], inputs: list[Ref], outputs: list[st
         " (see backward_source)"
     return type(name, (Function,), {
         "forward": staticmethod(forward), "backward": staticmethod(backward), "rule": rule,
+        "fresh_gradients": True,  # each gradient is a new array: a leaf may keep it uncopied
         "generated": True, "source": source, "backward_source": every_input.source,
         "kernel": compiled, "members": tuple(members), "op_names": tuple(region.op_names),
         "run_eager": staticmethod(_eager_runner(members, inputs, outputs)),

@@ -101,12 +101,12 @@ def step(x):
 SIGN = '''
 @{jit}
 def sign(x):
-    """numpy's sign: -1, 0 or 1; NaN stays NaN."""
+    """numpy's sign: -1, 0 or 1 (+0 for -0 too); NaN stays NaN."""
     if x > {zero}:
         return {one}
     if x < {zero}:
         return -{one}
-    return x * {zero} if x == x else x
+    return {zero} if x == {zero} else x
 '''
 #: Helper functions a cpu kernel defines when its body calls them (in this order: tanh first,
 #: as others may build on it).
