@@ -137,7 +137,7 @@ def test_cuda_kernels_call_eagers_scalar_functions():
     source = compiled.kernels[0].source
     assert "from teachgrad.kernels import ops as scalar" in source
     assert "scalar.tanh(" in source and "scalar.sigmoid(" in source and "scalar.relu(" in source
-    assert "np.float32(v0 * c0)" in source  # each value rounded where eager's array would round
+    assert "v0 = np.float32(x0 * c0)" in source  # each value rounded where eager's array would round
 
 
 # -- generated names only ------------------------------------------------------------------
@@ -191,3 +191,10 @@ def test_a_subclass_of_a_fusible_op_is_not_fused():
     compiled = tg.compile(lambda x: Mul.apply(Mul.apply(x, 2.0), 3.0).tanh())
     compiled(tg.randn(4))
     assert compiled.kernels == []
+
+
+def test_eager_cuda_sin_and_cos_of_infinity_are_nan_as_in_numpy():
+    x = tg.tensor([math.inf, -math.inf, 1.0], device="cuda")
+    for name in ("sin", "cos"):
+        got = getattr(x, name)().cpu().numpy()
+        np.testing.assert_array_equal(np.isnan(got), [True, True, False])
