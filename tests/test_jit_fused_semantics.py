@@ -118,6 +118,18 @@ def test_numbers_on_either_side_and_non_finite_constants(dtype, device):
     assert_same(fast_grads[0], slow_grads[0], dtype, "numbers as operands, gradient")
 
 
+def test_signed_zero_and_nan_constants_stay_apart():
+    def f(x):
+        a = x * 1.0  # one region with three outputs
+        return a * 0.0, a * -0.0, a * math.nan - 1.0
+    x = tg.tensor([1.0, -2.0, 0.0])
+    compiled = tg.compile(f)
+    for got, want in zip(compiled(x), f(x)):
+        assert_same(got.numpy(), want.numpy(), "float32", "constants 0.0, -0.0 and nan")
+    source = compiled.kernels[0].source
+    assert "np.float32(0.0)" in source and "np.float32(-0.0)" in source and "np.float32(math.nan)" in source
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_reported_float32_cases(device):
     """relu, tanh and sigmoid keep NaN; log(sigmoid(-20)) is -20 (PyTorch: -20.0 too)."""

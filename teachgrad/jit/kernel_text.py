@@ -135,25 +135,28 @@ class Region:
         self.input_var = {r: f"x{j}" for j, r in enumerate(inputs)}
         self.member_var = {m.name: f"v{k}" for k, m in enumerate(members)}
         self.outputs = [self.member_var[o] for o in outputs]  # the values the region hands out
-        self.constants: dict[float, str] = {}
+        # keyed by their text: 0.0 and -0.0 are equal as dict keys, and NaN is not even itself
+        self.constants: dict[str, str] = {}
         for m in members:
             for a in m.args:
-                if not isinstance(a, Ref) and float(a) not in self.constants:
-                    self.constants[float(a)] = f"c{len(self.constants)}"
+                if not isinstance(a, Ref) and number_text(a) not in self.constants:
+                    self.constants[number_text(a)] = f"c{len(self.constants)}"
         self.helpers = HELPERS[(device, "any" if device == "cuda" else dtype)]
         self.op_names = [OP_NAMES[m.target] for m in members]
 
     def operand(self, a: Any) -> str:
         """The variable holding operand ``a``: an input's, a member's, or a constant's."""
         if not isinstance(a, Ref):
-            return self.constants[float(a)]
+            return self.constants[number_text(a)]
         return self.input_var.get(a) or self.member_var[a.node]
 
-    def literal(self, value: float) -> str:
-        """A number in the kernel's dtype (a bare 2.0 would make float32 arithmetic float64)."""
+    def literal(self, value: float | str) -> str:
+        """A number (or its :func:`number_text`) in the kernel's dtype: a bare 2.0 would make
+        float32 arithmetic float64."""
+        text = value if isinstance(value, str) else number_text(value)
         if self.dtype == "float32":
-            return f"np.float32({number_text(value)})"
-        return f"np.float64({number_text(value)})" if self.device == "cuda" else number_text(value)
+            return f"np.float32({text})"
+        return f"np.float64({text})" if self.device == "cuda" else text
 
     def rounded(self, expr: str) -> str:
         """``expr`` rounded to the dtype on cuda (see the module docstring); as is on cpu."""
@@ -206,7 +209,7 @@ def kernel_module(region: Region, name: str, comment: list[str], params: list[st
 
 
 def constant_lines(region: Region) -> list[str]:
-    return [f"{name} = {region.literal(v)}" for v, name in region.constants.items()]
+    return [f"{name} = {region.literal(text)}" for text, name in region.constants.items()]
 
 
 __all__ = ["OP_NAMES", "TEMPLATES", "HELPERS", "FLOAT_DTYPES", "Region", "kernel_name",
