@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import teachgrad as tg
+from teachgrad.jit import passes
 from teachgrad.jit.codegen import TEMPLATES, make_fused_function
 from teachgrad.jit.ir import Node, Ref, TensorMeta
 from teachgrad.ops import elementwise as ew
@@ -64,17 +65,22 @@ def test_every_template_is_covered():
     assert set(UNARY) | set(BINARY) == set(TEMPLATES)
 
 
-def run_both(fn, arrays: list[np.ndarray], device: str, regions: int = 1) -> tuple:
-    """``fn`` compiled and eager on the same inputs; also their gradients (ones in)."""
+def run_both(fn, arrays: list[np.ndarray], device: str, regions: int | None = 1) -> tuple:
+    """``fn`` compiled and eager on the same inputs; also their gradients (ones in). The
+    compiled function must make ``regions`` fused regions (None: any number).
+
+    Fusion (after dead code) is the only pass: common-subexpression elimination, for one,
+    merges two ``x * y`` nodes into one, and at ``x = -inf`` the merged gradient
+    ``(1 + 0) * x`` is -inf where eager's two nodes give ``1 * x + 0 * x``, NaN."""
     results = []
-    for run in (tg.compile(fn), fn):
+    for run in (tg.compile(fn, passes=[passes.eliminate_dead_code, passes.fuse_elementwise]), fn):
         xs = [tg.tensor(a, device=device, requires_grad=True) for a in arrays]
         with tg.no_grad():
             value = run(*xs)
         out = run(*xs)
         out.backward(tg.ones(out.shape, dtype=out.dtype, device=device))
         results.append((value.cpu().numpy(), out.detach().cpu().numpy(), [x.grad.cpu().numpy() for x in xs]))
-        if run is not fn:
+        if run is not fn and regions is not None:
             assert len(run.kernels) == regions, "the function should have made one fused region"
     return results[0], results[1]
 
@@ -210,3 +216,60 @@ def test_eager_cuda_sin_and_cos_of_infinity_are_nan_as_in_numpy():
     for name in ("sin", "cos"):
         got = getattr(x, name)().cpu().numpy()
         np.testing.assert_array_equal(np.isnan(got), [True, True, False])
+
+
+# -- random programs ------------------------------------------------------------------------
+
+STEPS = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / (b * b + 1.0),
+         lambda a, b: a.tanh(), lambda a, b: a.sigmoid(), lambda a, b: a.relu(), lambda a, b: -a,
+         lambda a, b: (a * 0.5).exp(), lambda a, b: (a * a + 1.0).log(), lambda a, b: a.abs(),
+         lambda a, b: (a.abs() + 0.25).sqrt(), lambda a, b: a.sin(), lambda a, b: a.cos(),
+         lambda a, b: (a * a + 0.5) ** b.tanh(), lambda a, b: 2.0 - a, lambda a, b: a * 3.0]
+
+
+def random_program(seed: int):
+    """A chain of 4-8 random elementwise steps over two inputs, each step reading two
+    earlier values (so values are shared and gradients add up)."""
+    rng = np.random.default_rng(seed)
+    plan = [(int(rng.integers(len(STEPS))), int(rng.integers(k + 2)), int(rng.integers(k + 2)))
+            for k in range(int(rng.integers(4, 9)))]
+
+    def program(x, y):
+        values = [x, y]
+        for step, i, j in plan:
+            values.append(STEPS[step](values[i], values[j]))
+        return values[-1] * 1.0 + values[2] + x * y  # (x and y both reach the result)
+    return program
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("seed", range(12))
+def test_random_programs_match_eager_with_their_gradients(seed, dtype):
+    rng = np.random.default_rng(100 + seed)
+    x = np.concatenate([rng.standard_normal(40), [math.nan, math.inf, -math.inf, 0.0, -0.0]]).astype(dtype)
+    y = np.concatenate([rng.standard_normal(40), [1.0, -0.0, 2.0, math.inf, math.nan]]).astype(dtype)
+    program = random_program(seed)
+    (fast, fast_grad_mode, fast_grads), (slow, _, slow_grads) = run_both(program, [x, y], "cpu",
+                                                                          regions=None)
+    tol = dict(rtol=2e-5, atol=4e-6) if dtype == "float32" else dict(rtol=1e-11, atol=1e-12)
+    for got, want, what in [(fast, slow, "value"), (fast_grad_mode, slow, "value, gradients on"),
+                            (fast_grads[0], slow_grads[0], "gradient of x"),
+                            (fast_grads[1], slow_grads[1], "gradient of y")]:
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"NaN positions: {what}")
+        np.testing.assert_allclose(got, want, equal_nan=True, **tol, err_msg=what)
+
+
+def test_an_input_that_feeds_only_dead_code_gets_no_gradient():
+    """Without dead-code elimination a region may hold unused members; an input read only
+    by them gets no gradient (None, as eager leaves it), not zeros: a zero gradient sent
+    upstream would meet an infinity there and make NaN where eager has none."""
+    program = random_program(7)  # (a region whose second input feeds only dead members)
+    x, y = np.array([math.inf, 1.5]), np.array([-0.0, 0.5])
+    (fast, _, fast_grads), (slow, _, slow_grads) = run_both(program, [x, y], "cpu", regions=None)
+    fused_only = tg.compile(program, passes=[passes.fuse_elementwise])
+    fused_only(tg.tensor(x), tg.tensor(y))
+    assert any("grad_in1" not in k.backward_source and "in1" in k.source for k in fused_only.kernels)
+    xs = [tg.tensor(a, requires_grad=True) for a in (x, y)]
+    fused_only(*xs).backward(tg.ones(2, dtype=tg.float64))
+    for got, want in zip(xs, slow_grads):
+        np.testing.assert_array_equal(got.grad.numpy(), want)

@@ -185,14 +185,16 @@ def make_fused_function(members: list[Node], inputs: list[Ref], outputs: list[st
             plan = backward_kernel(region, name + "_backward", needs)
             backward_kernels[needs] = (plan, compile_kernel(plan.name, plan.source, meta.device))
         plan, kernel = backward_kernels[needs]
+        if not plan.grads_for:
+            return (None,) * len(needs)
         kept = dict(zip(every_input.reads_inputs, ctx.saved_tensors))
         arrays = [kept[j]._array for j in plan.reads_inputs]
         arrays += [ctx.out] if plan.reads_output else []
         arrays += [g._array for g in grads]
-        results = iter(_launch(kernel, arrays, meta.shape, meta.dtype, len(plan.grads_for),
-                               ctx.backend, meta.device))
-        return tuple(Tensor._make(next(results), ctx.backend, ctx.device) if need else None
-                     for need in needs)
+        results = _launch(kernel, arrays, meta.shape, meta.dtype, len(plan.grads_for),
+                          ctx.backend, meta.device)
+        made = {j: Tensor._make(r, ctx.backend, ctx.device) for j, r in zip(plan.grads_for, results)}
+        return tuple(made.get(j) for j in range(len(needs)))
 
     rule = "backward: one generated loop over " + " → ".join(region.op_names) + \
         " (see backward_source)"
