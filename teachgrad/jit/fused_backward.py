@@ -2,12 +2,10 @@
 
 Eager backward runs one small kernel per operation, each reading and writing whole
 arrays. The fused backward does for the region what reverse-mode autodiff does for
-a graph, but per element, in registers::
+a graph, but per element, in registers. For ``tanh(x * 2 + y)``::
 
     for i in range(n):
-        x0 = in0[i]                     # the values the slopes need: read or recomputed
-        v0 = x0 * c0
-        v2 = saved_out0[i]              # tanh's slope reads its output: the forward kept it
+        v2 = saved_out0[i]              # tanh's slope needs only its output: the forward kept it
         g_v2 = grad_out0[i]             # the gradient arriving at the region's output
         g_v1 = g_v2 * (one - v2 * v2)   # each operation's slope, last operation first
         g_v0 = g_v1
@@ -15,6 +13,9 @@ a graph, but per element, in registers::
         g_x0 = g_v0 * c0
         grad_in0[i] = g_x0
         grad_in1[i] = g_x1
+
+A slope that needs a value the forward did not keep (``relu(a * b)`` needs ``a * b``)
+reads the region's inputs and recomputes it first (``x0 = in0[i]``, ``v0 = x0 * x1``).
 
 Each slope is eager's own formula (:mod:`teachgrad.ops.elementwise`), written on one
 element, so the gradients are eager's up to the order in which a value's gradient
