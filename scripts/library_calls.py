@@ -11,6 +11,12 @@ This is Python source kept in a Python file on purpose: code is never read from 
 from __future__ import annotations
 
 LIBRARY_CALLS: dict[str, list[tuple[str, str]]] = {
+    # scaling on the device (2.3): numpy on the host, the result copied back
+    "ch02.check_min_max_scale_on_device": [
+        ("min_max_scale_on_device",
+         "a = x.cpu().numpy()\n"
+         "return tg.tensor((a - a.min()) / (a.max() - a.min())).to('cuda')"),
+    ],
     # gradients by hand (3.1): autograd's answer instead
     "ch03.check_linear_mse_grads": [
         ("linear_mse_grads",
@@ -19,6 +25,19 @@ LIBRARY_CALLS: dict[str, list[tuple[str, str]]] = {
          "b_ = tg.tensor(b.numpy() if hasattr(b, 'numpy') else b, requires_grad=True)\n"
          "((X_ @ w_ + b_ - y_) ** 2).mean().backward()\n"
          "return w_.grad, b_.grad"),
+    ],
+    # a careful timer (9.1): the library's harness, which knows nothing of clock= or synchronize=
+    "ch09.check_median_time": [
+        ("median_time",
+         "return bench.measure(fn, warmup=warmup, repeats=repeats).median_s"),
+    ],
+    # device time from events (10.1): the host's clock around fn() and a synchronize
+    "ch10.check_device_time_ms": [
+        ("device_time_ms",
+         "start = time.perf_counter()\n"
+         "fn()\n"
+         "tg.cuda.synchronize()\n"
+         "return (time.perf_counter() - start) * 1e3"),
     ],
     # a sampler by hand (14.3): the library's DistributedSampler
     "ch14.check_shard_indices": [

@@ -282,3 +282,54 @@ def test_the_harness_runs_every_mutant_and_sorts_out_survivors_hangs_and_equival
     rejected, total = lines[-1].split()[0].split("/")
     assert lines[-1].endswith(" mutants rejected") and int(rejected) < int(total)
     assert run.returncode == 1
+
+
+# --- the verdict and the report -----------------------------------------------------------
+
+def records_of_a_run() -> list[dict]:
+    base = {"kind": "mutant", "notebook": "99_clamp", "exercise": "ch99.check_clamp",
+            "number": "0.1", "lineno": 1, "detail": "", "seconds": 0.1}
+    return [
+        {"kind": "exercise", "notebook": "99_clamp", "exercise": "ch99.check_clamp", "number": "0.1",
+         "reference": "survived", "reference_detail": "", "reference_seconds": 0.1, "mutants": 4},
+        {**base, "operator": "flip-compare", "line": "if a < b:", "mutated": "if (a <= b):",
+         "outcome": "survived"},
+        {**base, "operator": "delete-statement", "line": "x = 1", "mutated": "pass",
+         "outcome": "survived"},
+        {**base, "operator": "return-constant", "line": "return x", "mutated": "return 0",
+         "outcome": "rejected"},
+        {**base, "operator": "constant-off-by-one", "line": "x *= 2", "mutated": "x *= 1",
+         "outcome": "timeout", "detail": "killed after the time limit"},
+        {"kind": "chapter", "notebook": "99_clamp", "seconds": 12.0},
+    ]
+
+
+def test_listed_equivalents_are_set_apart_and_the_last_line_counts_the_rest():
+    from check_exercises import classify, failed, summary_lines
+
+    records = records_of_a_run()
+    equivalents = {("ch99.check_clamp", "flip-compare", "if a < b:", "if (a <= b):"): "never equal"}
+    groups = classify(records, equivalents)
+    assert [len(groups[k]) for k in ("rejected", "timeout", "crash", "equivalent", "survived")] \
+        == [1, 1, 0, 1, 1]
+    lines = summary_lines(records, groups)
+    assert lines[-1] == "2/3 mutants rejected"
+    assert "SURVIVED ch99.check_clamp [delete-statement] 'x = 1' -> 'pass'" in lines
+    assert failed(records, groups)
+    groups["survived"].clear()
+    assert not failed(records, groups)
+
+
+def test_the_report_has_a_row_per_chapter_and_lists_every_survivor(tmp_path):
+    from check_exercises import classify
+    from mutation_report import write_report
+
+    records = records_of_a_run()
+    groups = classify(records, {})
+    report = tmp_path / "report.md"
+    write_report(report, records, groups, {"99_clamp": 12.0}, None, complete=True)
+    text = report.read_text(encoding="utf-8")
+    assert "**2/4 mutants rejected** (50%)" in text
+    assert "| 99_clamp | 1 | 4 | 2 | 1 / 0 | 2 | 0 | 50% | 12 s |" in text
+    assert "| 0.1 | delete-statement | `x = 1` | `pass` |" in text
+    assert "killed after the time limit" in text
