@@ -179,6 +179,11 @@ def classify(records: list[dict], equivalents: dict) -> dict[str, list[dict]]:
             groups["equivalent"].append(record)
         else:
             groups[record["outcome"]].append(record)
+    # records arrive as mutants finish: list them in notebook order, whatever the run order
+    order = {r["exercise"]: i for i, r in enumerate(r for r in records if r["kind"] == "exercise")}
+    for members in groups.values():
+        members.sort(key=lambda r: (r["notebook"], order.get(r["exercise"], 0), r["lineno"],
+                                    r["operator"], r["mutated"]))
     return groups
 
 

@@ -130,10 +130,11 @@ def _finish(child: Child, timed_out: bool) -> dict[str, Any]:
     return result
 
 
-def run_pool(namespace: dict, exercise: Exercise, mutants: list[Mutant], jobs: int,
-             timeout: float) -> list[tuple[Mutant, dict[str, Any]]]:
-    """Each mutant in its own forked child, ``jobs`` at a time."""
-    waiting, running, done = list(mutants), [], []
+def run_pool(namespace: dict, exercise: Exercise, mutants: list[Mutant | None], jobs: int,
+             timeout: float, on_result) -> None:
+    """Each mutant in its own forked child, ``jobs`` at a time; ``on_result(mutant, result)``
+    as each one ends (``None`` stands for the reference solution)."""
+    waiting, running = list(mutants), []
     while waiting or running:
         while waiting and len(running) < jobs:
             running.append(fork_child(namespace, exercise, waiting.pop(0), timeout))
@@ -148,9 +149,7 @@ def run_pool(namespace: dict, exercise: Exercise, mutants: list[Mutant], jobs: i
             timed_out = not ended and time.monotonic() >= child.deadline
             if ended or timed_out:
                 running.remove(child)
-                done.append((child.mutant, _finish(child, timed_out)))
-    order = {id(m): i for i, m in enumerate(mutants)}
-    return sorted(done, key=lambda pair: order[id(pair[0])])
+                on_result(child.mutant, _finish(child, timed_out))
 
 
 # --- the chapter -----------------------------------------------------------------------------
@@ -198,7 +197,9 @@ def run_notebook(path: Path, select_mutants, emit, jobs: int, timeout_floor: flo
 
 
 def _test_exercise(namespace, exercise, chosen, emit, jobs, timeout_floor, timeout_factor) -> None:
-    [(_, baseline)] = run_pool(namespace, exercise, [None], 1, 30 * 60)
+    results: list[dict] = []
+    run_pool(namespace, exercise, [None], 1, 30 * 60, lambda _, result: results.append(result))
+    [baseline] = results
     emit({"kind": "exercise", "notebook": exercise.notebook, "exercise": exercise.name,
           "number": baseline.get("number", ""), "reference": baseline["outcome"],
           "reference_detail": baseline["detail"], "reference_seconds": baseline["seconds"],
@@ -206,7 +207,10 @@ def _test_exercise(namespace, exercise, chosen, emit, jobs, timeout_floor, timeo
     if baseline["outcome"] != SURVIVED:  # the reference itself fails: no verdict on mutants
         return
     timeout = max(timeout_floor, timeout_factor * baseline["seconds"])
-    for mutant, result in run_pool(namespace, exercise, chosen, jobs, timeout):
+
+    def report(mutant: Mutant, result: dict) -> None:
         emit({"kind": "mutant", "notebook": exercise.notebook, "exercise": exercise.name,
               "number": baseline.get("number", ""), "operator": mutant.operator,
               "line": mutant.line, "mutated": mutant.mutated, "lineno": mutant.lineno, **result})
+
+    run_pool(namespace, exercise, chosen, jobs, timeout, report)
