@@ -98,12 +98,13 @@ def run_one_notebook(args: argparse.Namespace) -> int:
     return 0
 
 
-def _runner_command(args: argparse.Namespace, notebook: Path, results: Path) -> list[str]:
+def _runner_command(args: argparse.Namespace, notebook: Path, names: list[str],
+                    results: Path) -> list[str]:
     command = [sys.executable, str(Path(__file__).resolve()), "--run-notebook", str(notebook),
                "--results", str(results), "--jobs-per-notebook", str(args.jobs_per_notebook),
                "--timeout-floor", str(args.timeout_floor),
                "--timeout-factor", str(args.timeout_factor)]
-    for name in args.exercise:
+    for name in names:
         command += ["--exercise", name]
     if args.sample:
         command.append("--sample")
@@ -112,43 +113,56 @@ def _runner_command(args: argparse.Namespace, notebook: Path, results: Path) -> 
     return command
 
 
-def _mutant_count(notebook: Path) -> int:
-    from mutation_runner import mutants_of
+def work_units(args: argparse.Namespace, notebooks: list[Path]) -> list[tuple[str, Path, list[str], int]]:
+    """``(label, notebook, exercises, mutant count)`` per runner process, largest first.
 
-    return sum(len(mutants_of(e, LIBRARY_CALLS)) for e in exercises(notebook))
+    A chapter is one unit, unless it has more than ``--split-above`` mutants: then each
+    of its exercises is a unit (each runs the chapter's cells up to its own exercise), so
+    that one big chapter does not keep a core busy long after the others are done.
+    """
+    select = selector(set(args.exercise), args.sample, args.limit)
+    units = []
+    for notebook in notebooks:
+        counts = {e.name: len(found) for e in exercises(notebook)
+                  if (found := select(e)) is not None}
+        if sum(counts.values()) > args.split_above:
+            units += [(f"{notebook.stem}--{name}", notebook, [name], count)
+                      for name, count in counts.items()]
+        else:
+            units.append((notebook.stem, notebook, list(args.exercise), sum(counts.values())))
+    return sorted(units, key=lambda unit: unit[3], reverse=True)
 
 
 def run_notebooks(args: argparse.Namespace, notebooks: list[Path]) -> tuple[list[dict], dict]:
-    """One runner process per notebook, ``--jobs`` at a time; their records and wall times.
-
-    The chapters with the most mutants start first, so that the last one to finish is short.
-    """
+    """One runner process per work unit, ``--jobs`` at a time; their records, and the seconds
+    each chapter's runners took (summed)."""
     args.out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **RUN_ENV}
-    waiting = sorted(notebooks, key=_mutant_count, reverse=True)
+    waiting = work_units(args, notebooks)
     running, records, seconds = {}, [], {}
     while waiting or running:
         while waiting and len(running) < args.jobs:
-            notebook = waiting.pop(0)
-            results, log = args.out / f"{notebook.stem}.jsonl", args.out / f"{notebook.stem}.log"
+            label, notebook, names, _ = waiting.pop(0)
+            results, log = args.out / f"{label}.jsonl", args.out / f"{label}.log"
             with open(log, "w", encoding="utf-8") as log_file:
-                process = subprocess.Popen(_runner_command(args, notebook, results), env=env,
+                process = subprocess.Popen(_runner_command(args, notebook, names, results), env=env,
                                            stdout=log_file, stderr=subprocess.STDOUT, cwd=ROOT)
-            running[notebook] = (process, results, log, time.monotonic())
-            print(f"... {notebook.stem}: started", flush=True)
+            running[label] = (notebook, process, results, log, time.monotonic())
+            print(f"... {label}: started", flush=True)
         time.sleep(0.5)
-        for notebook, (process, results, log, began) in list(running.items()):
+        for label, (notebook, process, results, log, began) in list(running.items()):
             if process.poll() is None:
                 continue
-            del running[notebook]
-            seconds[notebook.stem] = time.monotonic() - began
+            del running[label]
+            took = time.monotonic() - began
+            seconds[notebook.stem] = seconds.get(notebook.stem, 0.0) + took
             found = _read_records(results)
             if process.returncode != 0:
                 found.append({"kind": "failure", "notebook": notebook.stem,
                               "detail": f"the chapter's cells failed (exit {process.returncode}); "
                                         f"see {log.relative_to(ROOT)}"})
             records.extend(found)
-            print(_notebook_line(notebook.stem, found, seconds[notebook.stem]), flush=True)
+            print(_notebook_line(label, found, took), flush=True)
     return records, seconds
 
 
@@ -179,10 +193,8 @@ def classify(records: list[dict], equivalents: dict) -> dict[str, list[dict]]:
             groups["equivalent"].append(record)
         else:
             groups[record["outcome"]].append(record)
-    # records arrive as mutants finish: list them in notebook order, whatever the run order
-    order = {r["exercise"]: i for i, r in enumerate(r for r in records if r["kind"] == "exercise")}
-    for members in groups.values():
-        members.sort(key=lambda r: (r["notebook"], order.get(r["exercise"], 0), r["lineno"],
+    for members in groups.values():  # in notebook order, whatever order the runs ended in
+        members.sort(key=lambda r: (r["notebook"], r.get("cell", 0), r["lineno"],
                                     r["operator"], r["mutated"]))
     return groups
 
@@ -232,6 +244,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=2, help="chapters run at once (default 2)")
     parser.add_argument("--jobs-per-notebook", type=int, default=1,
                         help="mutants run at once within a chapter (default 1)")
+    parser.add_argument("--split-above", type=int, default=150,
+                        help="a chapter with more mutants runs as one process per exercise (default 150)")
     parser.add_argument("--timeout-floor", type=float, default=20.0,
                         help="a mutant's time limit is at least this many seconds (default 20)")
     parser.add_argument("--timeout-factor", type=float, default=5.0,
@@ -298,7 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     began = time.monotonic()
     if args.from_records is not None:
         records = [r for path in sorted(args.from_records.glob("*.jsonl")) for r in _read_records(path)]
-        seconds = {r["notebook"]: r["seconds"] for r in records if r["kind"] == "chapter"}
+        seconds = {}
+        for record in (r for r in records if r["kind"] == "chapter"):
+            seconds[record["notebook"]] = seconds.get(record["notebook"], 0.0) + record["seconds"]
     else:
         records, seconds = run_notebooks(args, notebooks)
     groups = classify(records, equivalents)

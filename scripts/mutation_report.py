@@ -55,7 +55,9 @@ def exercise_rows(records: list[dict], groups: dict[str, list[dict]]) -> list[st
     rows = ["| exercise | checker | mutants | rejected | survived | score | reference |",
             "|---|---|---|---|---|---|---|"]
     mutants = _by([r for r in records if r["kind"] == "mutant"], "exercise")
-    for record in (r for r in records if r["kind"] == "exercise"):
+    in_order = sorted((r for r in records if r["kind"] == "exercise"),
+                      key=lambda r: (r["notebook"], r.get("cell", 0)))
+    for record in in_order:
         counts = _outcomes(mutants.get(record["exercise"], []), groups)
         counted = sum(counts[k] for k in COUNTED)
         reference = ("accepted" if record["reference"] == "survived"

@@ -201,6 +201,7 @@ def _test_exercise(namespace, exercise, chosen, emit, jobs, timeout_floor, timeo
     run_pool(namespace, exercise, [None], 1, 30 * 60, lambda _, result: results.append(result))
     [baseline] = results
     emit({"kind": "exercise", "notebook": exercise.notebook, "exercise": exercise.name,
+          "cell": exercise.cell_index,
           "number": baseline.get("number", ""), "reference": baseline["outcome"],
           "reference_detail": baseline["detail"], "reference_seconds": baseline["seconds"],
           "mutants": len(chosen)})
@@ -210,6 +211,7 @@ def _test_exercise(namespace, exercise, chosen, emit, jobs, timeout_floor, timeo
 
     def report(mutant: Mutant, result: dict) -> None:
         emit({"kind": "mutant", "notebook": exercise.notebook, "exercise": exercise.name,
+              "cell": exercise.cell_index,
               "number": baseline.get("number", ""), "operator": mutant.operator,
               "line": mutant.line, "mutated": mutant.mutated, "lineno": mutant.lineno, **result})
 
