@@ -69,6 +69,18 @@ def exercise_rows(records: list[dict], groups: dict[str, list[dict]]) -> list[st
     return rows
 
 
+def weakest_rows(groups: dict[str, list[dict]], limit: int = 8) -> list[str]:
+    """The exercises with the most survivors, each with one example."""
+    by_exercise = _by(groups["survived"], "exercise")
+    ranked = sorted(by_exercise.items(), key=lambda item: -len(item[1]))[:limit]
+    rows = ["| exercise | checker | survivors | for example |", "|---|---|---|---|"]
+    for name, members in ranked:
+        first = members[0]
+        rows.append(f"| {first['number']} | `{name}` | {len(members)} | {first['operator']}: "
+                    f"{_cell(first['line'])} → {_cell(first['mutated'])} |")
+    return rows
+
+
 def _mutant_rows(members: list[dict], with_detail: bool) -> list[str]:
     head = "| exercise | operator | line | mutated to |" + (" what happened |" if with_detail else "")
     rows = [head, "|---" * (5 if with_detail else 4) + "|"]
@@ -107,6 +119,7 @@ def write_report(path: Path, records: list[dict], groups: dict[str, list[dict]],
     lines += ["", "## Per chapter", "", *chapter_rows(records, groups, seconds),
               "", "## Per exercise", "", *exercise_rows(records, groups), ""]
     if groups["survived"]:
+        lines += ["## Weakest checkers", "", *weakest_rows(groups), ""]
         lines += ["## Survivors: wrong answers the checkers accept", "",
                   *_mutant_rows(groups["survived"], False), ""]
     harness = groups["timeout"] + groups["crash"]
