@@ -329,9 +329,21 @@ def main(argv: list[str] | None = None) -> int:
         wall = None if args.from_records is not None else time.monotonic() - began
         write_report(args.report, records, groups, seconds, wall,
                      complete=not (args.exercise or args.sample or args.limit))
+    if not (args.exercise or args.sample or args.limit or args.notebooks):
+        for line in stale_entries(records, equivalents):
+            print(line)
     for line in summary_lines(records, groups):
         print(line)
     return 1 if failed(records, groups) else 0
+
+
+def stale_entries(records: list[dict], equivalents: dict) -> list[str]:
+    """Entries of the equivalents file that no mutant of a full run matched (the solution or
+    the operators changed): review and remove them."""
+    made = {(r["exercise"], r["operator"], r["line"], r["mutated"])
+            for r in records if r["kind"] == "mutant"}
+    return [f"STALE    equivalent entry matches no mutant: {key[0]} [{key[1]}] "
+            f"{key[2]!r} -> {key[3]!r}" for key in equivalents if key not in made]
 
 
 if __name__ == "__main__":

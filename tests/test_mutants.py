@@ -333,3 +333,12 @@ def test_the_report_has_a_row_per_chapter_and_lists_every_survivor(tmp_path):
     assert "| 99_clamp | 1 | 4 | 2 | 1 / 0 | 2 | 0 | 50% | 12 s |" in text
     assert "| 0.1 | delete-statement | `x = 1` | `pass` |" in text
     assert "killed after the time limit" in text
+
+
+def test_equivalent_entries_that_no_mutant_matches_are_reported_as_stale():
+    from check_exercises import stale_entries
+
+    equivalents = {("ch99.check_clamp", "flip-compare", "if a < b:", "if (a <= b):"): "never equal",
+                   ("ch99.check_clamp", "flip-compare", "if c < d:", "if (c <= d):"): "gone"}
+    [line] = stale_entries(records_of_a_run(), equivalents)
+    assert "'if c < d:'" in line and line.startswith("STALE")
