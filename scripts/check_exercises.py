@@ -181,7 +181,8 @@ def _read_records(path: Path) -> list[dict]:
 def _notebook_line(stem: str, records: list[dict], seconds: float) -> str:
     mutants = [r for r in records if r["kind"] == "mutant"]
     rejected = sum(r["outcome"] != "survived" for r in mutants)
-    return f"... {stem}: {rejected}/{len(mutants)} rejected in {seconds:.0f} s"
+    return (f"... {stem}: {rejected}/{len(mutants)} rejected in {seconds:.0f} s "
+            "(listed equivalents not yet set apart)")
 
 
 # --- the verdict ---------------------------------------------------------------------------

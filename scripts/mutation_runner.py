@@ -98,7 +98,18 @@ def _child(namespace: dict, solution: str, checker_cell: str, tag: str, write_fd
 
 # --- the parent: a small pool of forked children ------------------------------------------
 
+def _let_device_work_finish() -> None:
+    """Wait until teachgrad's streams have run what earlier cells enqueued, so that a child
+    does not start with work its parent still owes (a forked child's streams start empty).
+    The wait neither raises a deferred error nor records a host wait: the chapter's state,
+    which checkers may read, stays as the cells left it."""
+    streams = sys.modules.get("teachgrad.streams.stream")
+    for stream in getattr(streams, "_all_streams", []):
+        stream._wait_for_queue()
+
+
 def fork_child(namespace: dict, exercise: Exercise, mutant: Mutant | None, timeout: float) -> Child:
+    _let_device_work_finish()
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -182,18 +193,17 @@ def run_notebook(path: Path, select_mutants, emit, jobs: int, timeout_floor: flo
     ``emit(record)`` receives one dict per exercise and per mutant.
     """
     cells = code_cells(path)
-    by_index = {e.cell_index: e for e in exercises(path)}
-    last = max((i for i, e in by_index.items() if select_mutants(e) is not None), default=-1)
+    chosen = {e.cell_index: (e, found) for e in exercises(path)
+              if (found := select_mutants(e)) is not None}
     namespace = fresh_main()
     os.chdir(path.parent)  # the notebooks' relative paths start where Jupyter runs them
-    index = 0
-    while index <= last + 1 and index < len(cells):
-        exercise = by_index.get(index)
-        chosen = select_mutants(exercise) if exercise else None
-        if exercise is not None and chosen is not None:
-            _test_exercise(namespace, exercise, chosen, emit, jobs, timeout_floor, timeout_factor)
-        run_cell(namespace, cells[index].source, f"<{path.stem} cell {index}>")
-        index += 1
+    for index, cell in enumerate(cells):
+        if index in chosen:
+            exercise, mutants = chosen.pop(index)
+            _test_exercise(namespace, exercise, mutants, emit, jobs, timeout_floor, timeout_factor)
+        if not chosen:
+            return  # nothing later is needed
+        run_cell(namespace, cell.source, f"<{path.stem} cell {index}>")
 
 
 def _test_exercise(namespace, exercise, chosen, emit, jobs, timeout_floor, timeout_factor) -> None:
