@@ -1,7 +1,7 @@
 """Run one chapter's mutants: the notebook's cells once, each mutant in a forked child.
 
-``check_exercises.py`` starts one of these per notebook (a process of its own, so that
-chapters never share state). It executes the notebook's code cells in order in a fresh
+``check_exercises.py`` starts one of these per notebook, or per exercise of a big one (a
+process of its own, so that chapters never share state). It executes the notebook's code cells in order in a fresh
 ``__main__``; at each exercise it forks: a child runs the reference solution and the
 checker (the baseline, timed), then one child per mutant runs the mutant cell and the
 checker cell from the chapter's state just before the solution. The parent then runs
