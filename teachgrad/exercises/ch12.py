@@ -110,6 +110,8 @@ def _count_hint(expected: dict, got: dict, calls: int) -> str:
         return "start every count at 0: the hook adds one per call"
     if any(got.get(n) is None for n in expected):
         return "count every module of model.named_modules(), nested ones included ('' is the model)"
+    if got.get("") == expected[""] and all(got.get(n) in (0, None) for n in expected if n):
+        return "hook every module (model.named_modules()), not just the model"
     if all(v in (0, None) for v in got.values()):
         return ("count in a forward hook (register_forward_hook), which runs on every call; a "
                 "backward hook runs only when gradients flow")
