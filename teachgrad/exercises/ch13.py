@@ -29,17 +29,22 @@ def _withhold_tune():
 
 class _RecordingObjective:
     """A cheap stand-in for a training run: a bowl in log(lr) around ``best``; runs with
-    lr above ``diverge_above`` fail (NaN, or inf every third one). Remembers every call."""
+    lr above ``diverge_above`` fail (NaN, or inf every third one), and so do the calls
+    numbered in ``failing_calls``. Remembers every call."""
 
-    def __init__(self, best: float, diverge_above: float = math.inf) -> None:
+    def __init__(self, best: float, diverge_above: float = math.inf,
+                 failing_calls: tuple[int, ...] = ()) -> None:
         self.best, self.diverge_above = best, diverge_above
+        self.failing_calls = failing_calls
         self.calls: list[tuple[object, object]] = []
         self.losses: list[float] = []
 
     def __call__(self, config: object, budget: object) -> float:
         self.calls.append((config, budget))
         lr = config["lr"] if isinstance(config, dict) and "lr" in config else float("nan")
-        if lr > self.diverge_above:
+        if len(self.calls) - 1 in self.failing_calls:
+            loss = float("nan")
+        elif lr > self.diverge_above:
             loss = math.inf if len(self.calls) % 3 == 0 else float("nan")
         else:
             loss = (math.log10(lr) - math.log10(self.best)) ** 2 / (1 + math.sqrt(float(budget)))
@@ -52,7 +57,8 @@ class _RecordingObjective:
 
 def _run_search(random_search: Callable, low: float, high: float, n_trials: int,
                 budget: int, seed: int, best: float, diverge_above: float = math.inf):
-    objective = _RecordingObjective(best, diverge_above)
+    failing = (0, n_trials // 2, n_trials - 1) if diverge_above < math.inf else ()
+    objective = _RecordingObjective(best, diverge_above, failing)
     with _withhold_tune():
         result = random_search(objective, low, high, n_trials, budget, seed)
     return objective, result
@@ -92,6 +98,9 @@ def _check_best(objective: _RecordingObjective, result: object) -> None:
         hint = "keep the lowest finite loss over all trials"
         if math.isclose(got_loss, max(finite)[0], rel_tol=1e-12):
             hint = "lower loss is better: keep the smallest"
+        elif len(finite) < len(objective.losses):
+            hint = ("a diverged run (NaN or inf) never wins, and a NaN kept as the best breaks "
+                    "every later comparison: skip a loss unless math.isfinite(loss)")
         raise Mismatch("that is not the lowest loss of the trials you ran", want_loss,
                        got_loss, hint)
     winners = [lr for loss, lr in finite if loss == got_loss]
@@ -160,7 +169,7 @@ def check_random_search(random_search: Callable) -> Feedback:
     seed = int(rng.integers(1 << 20))
     tests = [search("20 trials between 1e-4 and 1, budget 9, seed 0", 1e-4, 1.0, 20, 9, 0),
              search(f"{30} trials between {low:.3g} and {high:.3g}, the top third diverging "
-                    "(NaN or inf)", low, high, 30, int(rng.integers(1, 100)), seed,
+                    "(NaN or inf), and the first, middle and last trials fail (NaN)", low, high, 30, int(rng.integers(1, 100)), seed,
                     diverge_above=low * (high / low) ** (2 / 3)),
              reproducible(low, high, seed),
              distribution(1e-4, 1.0, 0), distribution(low, high, seed)]
@@ -186,6 +195,10 @@ def _promote_hint(losses: list[float], eta: int, expected: list[int], got: list[
         return "a failed trial (NaN or inf) is never promoted: filter with math.isfinite"
     if len(got) == math.ceil(len(losses) / eta) != len(expected):
         return "keep floor(n / eta) configurations (len(losses) // eta), not ceil"
+    finished = sum(math.isfinite(loss) for loss in losses)
+    if len(got) == finished // eta != len(expected):
+        return ("count n = len(losses), failed trials included, when you take n // eta: "
+                "a failed trial still used its budget")
     finite = [losses[i] for i in expected]
     if got and finite and all(losses[i] >= max(finite) for i in got) and len(set(finite)) > 1:
         return "lower loss is better: keep the smallest losses"
@@ -232,6 +245,7 @@ def check_promote(promote: Callable) -> Feedback:
              make("10 losses, eta = 4", [float(x) for x in rng.uniform(0, 1, size=10)], 4),
              make("9 losses, 7 of them NaN, eta = 3", [nan] * 7 + [0.8, 0.6], 3),
              make("6 losses, one inf, eta = 5", [0.5, inf, 0.2, 0.9, 0.1, 0.3], 5),
+             make("6 losses, three of them inf, eta = 2", [inf, inf, 0.3, nan, inf, 0.2], 2),
              make("2 losses, eta = 3: nobody goes on", [0.2, 0.1], 3)]
     return check("13.2", tests, candidate=promote,
                  solved="your step keeps the best 1/eta, best first, and never a failed trial.")

@@ -7,7 +7,8 @@ chapter shows plus randomised ones, and names the usual mistakes.
 """
 from __future__ import annotations
 
-from typing import Callable
+import contextlib
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -121,6 +122,23 @@ def _average_hint(got: np.ndarray, X: np.ndarray, y: np.ndarray, w0: np.ndarray,
     return "each rank: rows r, r + p, ...; the gradient of the mean loss over them; then average"
 
 
+@contextlib.contextmanager
+def _counting_gradient_passes() -> Iterator[list[int]]:
+    """Count backward passes: ``.backward()`` and ``tg.autograd.grad`` calls alike."""
+    from teachgrad import autograd
+
+    original = autograd.grad
+    with counting_backward() as count:
+        def counted_grad(*args: Any, **kwargs: Any) -> Any:
+            count[0] += 1
+            return original(*args, **kwargs)
+        autograd.grad = counted_grad
+        try:
+            yield count
+        finally:
+            autograd.grad = original
+
+
 def check_data_parallel_gradient(data_parallel_gradient: Callable) -> Feedback:
     """Exercise 14.1: the average of the per-rank gradients, each from its own backward."""
 
@@ -132,7 +150,7 @@ def check_data_parallel_gradient(data_parallel_gradient: Callable) -> Feedback:
             w = tg.tensor(w0, dtype=tg.float64, requires_grad=True)
             if stale:  # a gradient left over from an earlier step
                 (w * w).sum().backward()
-            with counting_backward() as backwards:
+            with _counting_gradient_passes() as backwards:
                 got = data_parallel_gradient(w, tg.tensor(X), tg.tensor(y), p)
             expect_true(got is not None, "your function returned None",
                         hint="return the averaged gradient (a tensor or array of w's shape)")
