@@ -82,6 +82,16 @@ def _add_own_hooks(model: nn.Module, rng: np.random.Generator) -> list[int]:
     return fired
 
 
+def _forward_once(model: nn.Module, x: tg.Tensor, handles: list) -> None:
+    """One forward without gradients for the checker's own hooks, then take them off."""
+    try:
+        with tg.no_grad():
+            model(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def _calls_per_forward(model: nn.Module, x: tg.Tensor) -> dict[str, int]:
     """The truth, from the engine: how often each module's forward runs for one model(x)."""
     counts = {name: 0 for name, _ in model.named_modules()}
@@ -90,10 +100,7 @@ def _calls_per_forward(model: nn.Module, x: tg.Tensor) -> dict[str, int]:
         def count(m: Any, args: Any, name: str = name) -> None:
             counts[name] += 1
         handles.append(module.register_forward_pre_hook(count))
-    with tg.no_grad():
-        model(x)
-    for handle in handles:
-        handle.remove()
+    _forward_once(model, x, handles)
     return counts
 
 
@@ -286,10 +293,7 @@ def _dead_truth(model: nn.Module, X: tg.Tensor) -> dict[str, float]:
             def record(m: Any, args: Any, out: Any, name: str = name) -> None:
                 fractions[name] = float(np.mean(np.all(to_numpy(out) <= 0, axis=0)))
             handles.append(module.register_forward_hook(record))
-    with tg.no_grad():
-        model(X)
-    for handle in handles:
-        handle.remove()
+    _forward_once(model, X, handles)
     return fractions
 
 
