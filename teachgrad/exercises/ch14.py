@@ -1,4 +1,4 @@
-"""Checkers for chapter 14, *Data parallelism*: the ring's schedule, a gradient average,
+"""Checkers for chapter 14, *Data parallelism*: a gradient average, the ring's schedule,
 a sampler's shards.
 
 They run in the notebook's own process (no ranks to start): each checks the
@@ -26,68 +26,6 @@ from .withheld import withheld
 def _random_sizes(count: int, low: int, high: int) -> list[int]:
     """Sizes drawn afresh on every run: inputs the learner has not seen."""
     return unseen_rng().integers(low, high, size=count).tolist()
-
-
-# --- 14.2 the ring's schedule -----------------------------------------------------------
-
-def _schedule_hint(send_chunk: Callable, phase: str, step: int, rank: int, p: int) -> str:
-    got = send_chunk(phase, step, rank, p)
-    if isinstance(got, (int, np.integer)) and not 0 <= got < p:
-        return f"chunk numbers run from 0 to {p - 1}: take the result modulo world_size"
-    if phase == "all-gather" and got == ring.send_chunk("reduce-scatter", step, rank, p):
-        return ("in the all-gather each rank starts with the chunk it has just finished, "
-                "(rank + 1) mod p, not its own: shift the reduce-scatter formula by one")
-    if got == (rank + step) % p or got == (rank + 1 + step) % p:
-        return ("the data travels to the right, so at each step a rank passes on what it "
-                "received from its left: subtract the step, don't add it")
-    return ("at step s of the reduce-scatter, rank r sends chunk (r - s) mod p; in the "
-            "all-gather it sends (r + 1 - s) mod p")
-
-
-def check_ring_send_chunk(send_chunk: Callable) -> Feedback:
-    """Exercise 14.2: which chunk rank ``rank`` sends at ``step`` of ``phase``."""
-
-    def schedule(p: int) -> Test:
-        def run() -> None:
-            for phase in ring.PHASES:
-                for step in range(p - 1):
-                    for rank in range(p):
-                        want = ring.send_chunk(phase, step, rank, p)
-                        with _withhold_ring():
-                            got = send_chunk(phase, step, rank, p)
-                        if got != want:
-                            raise Mismatch(
-                                f"wrong chunk for rank {rank} at {phase} step {step}", want,
-                                got, _schedule_hint(send_chunk, phase, step, rank, p))
-            with _withhold_ring():
-                _ring_reduces_everything(send_chunk, p)
-        return Test(f"world_size = {p}: every phase, step and rank", run)
-
-    sizes = [2, 3, 4, 16] + _random_sizes(3, 5, 40)
-    return check("14.2", [schedule(p) for p in sizes], candidate=send_chunk,
-                 solved="your schedule sends every chunk round the ring once to be summed and "
-                        "once to be shared: every rank ends with the full sum.")
-
-
-def _withhold_ring():
-    return withheld((ring, "send_chunk", "ring.send_chunk"),
-                    (ring, "ring_schedule", "ring.ring_schedule"))
-
-
-def _ring_reduces_everything(send_chunk: Callable, p: int) -> None:
-    """Play the learner's schedule (numpy, one value per chunk): every rank must get the sum."""
-    values = [np.eye(p)[r] * (r + 1) for r in range(p)]  # rank r holds r+1 in chunk r
-    for phase in ring.PHASES:
-        for step in range(p - 1):
-            sent = [(send_chunk(phase, step, r, p), values[r].copy()) for r in range(p)]
-            for r in range(p):
-                chunk, message = sent[(r - 1) % p]
-                if phase == "reduce-scatter":
-                    values[r][chunk] += message[chunk]
-                else:
-                    values[r][chunk] = message[chunk]
-    expect_close(values[0], np.arange(1, p + 1), what="sum rank 0 holds after the ring",
-                 hint="each chunk must visit every rank once in each phase")
 
 
 # --- 14.1 the gradient average ----------------------------------------------------------
@@ -175,6 +113,68 @@ def check_data_parallel_gradient(data_parallel_gradient: Callable) -> Feedback:
                  solved="the ranks' gradients, averaged: with equal shards it is the full-batch "
                         "gradient, and synchronous data parallelism is ordinary SGD on the "
                         "whole batch.")
+
+
+# --- 14.2 the ring's schedule -----------------------------------------------------------
+
+def _schedule_hint(send_chunk: Callable, phase: str, step: int, rank: int, p: int) -> str:
+    got = send_chunk(phase, step, rank, p)
+    if isinstance(got, (int, np.integer)) and not 0 <= got < p:
+        return f"chunk numbers run from 0 to {p - 1}: take the result modulo world_size"
+    if phase == "all-gather" and got == ring.send_chunk("reduce-scatter", step, rank, p):
+        return ("in the all-gather each rank starts with the chunk it has just finished, "
+                "(rank + 1) mod p, not its own: shift the reduce-scatter formula by one")
+    if got == (rank + step) % p or got == (rank + 1 + step) % p:
+        return ("the data travels to the right, so at each step a rank passes on what it "
+                "received from its left: subtract the step, don't add it")
+    return ("at step s of the reduce-scatter, rank r sends chunk (r - s) mod p; in the "
+            "all-gather it sends (r + 1 - s) mod p")
+
+
+def check_ring_send_chunk(send_chunk: Callable) -> Feedback:
+    """Exercise 14.2: which chunk rank ``rank`` sends at ``step`` of ``phase``."""
+
+    def schedule(p: int) -> Test:
+        def run() -> None:
+            for phase in ring.PHASES:
+                for step in range(p - 1):
+                    for rank in range(p):
+                        want = ring.send_chunk(phase, step, rank, p)
+                        with _withhold_ring():
+                            got = send_chunk(phase, step, rank, p)
+                        if got != want:
+                            raise Mismatch(
+                                f"wrong chunk for rank {rank} at {phase} step {step}", want,
+                                got, _schedule_hint(send_chunk, phase, step, rank, p))
+            with _withhold_ring():
+                _ring_reduces_everything(send_chunk, p)
+        return Test(f"world_size = {p}: every phase, step and rank", run)
+
+    sizes = [2, 3, 4, 16] + _random_sizes(3, 5, 40)
+    return check("14.2", [schedule(p) for p in sizes], candidate=send_chunk,
+                 solved="your schedule sends every chunk round the ring once to be summed and "
+                        "once to be shared: every rank ends with the full sum.")
+
+
+def _withhold_ring():
+    return withheld((ring, "send_chunk", "ring.send_chunk"),
+                    (ring, "ring_schedule", "ring.ring_schedule"))
+
+
+def _ring_reduces_everything(send_chunk: Callable, p: int) -> None:
+    """Play the learner's schedule (numpy, one value per chunk): every rank must get the sum."""
+    values = [np.eye(p)[r] * (r + 1) for r in range(p)]  # rank r holds r+1 in chunk r
+    for phase in ring.PHASES:
+        for step in range(p - 1):
+            sent = [(send_chunk(phase, step, r, p), values[r].copy()) for r in range(p)]
+            for r in range(p):
+                chunk, message = sent[(r - 1) % p]
+                if phase == "reduce-scatter":
+                    values[r][chunk] += message[chunk]
+                else:
+                    values[r][chunk] = message[chunk]
+    expect_close(values[0], np.arange(1, p + 1), what="sum rank 0 holds after the ring",
+                 hint="each chunk must visit every rank once in each phase")
 
 
 # --- 14.3 a sampler's shards ------------------------------------------------------------
