@@ -342,6 +342,14 @@ def test_schedule_with_rounded_budgets():
     rejected(ch13.check_hyperband_schedule(schedule_rungs_rounded), "r * eta**i")
 
 
+def test_schedule_with_fractional_rungs():
+    def true_division(max_budget, eta):
+        right = reference("13_hyperparameter_search", "hyperband_schedule")(max_budget, eta)
+        return [[(bracket[0][0] / eta**i, r) for i, (_, r) in enumerate(bracket)]
+                for bracket in right]
+    rejected(ch13.check_hyperband_schedule(true_division), "whole number of configurations")
+
+
 def test_schedule_from_the_library():
     rejected(ch13.check_hyperband_schedule(
         lambda R, eta: [[(r.n, r.budget) for r in b] for b in tune.hyperband_schedule(R, eta)]),

@@ -288,6 +288,10 @@ def check_hyperband_schedule(hyperband_schedule: Callable) -> Feedback:
                 raise Mismatch("the schedule should be a list of brackets, each a list of "
                                "(n, r) pairs", expected, raw,
                                "e.g. [[(81, 1), (27, 3), ...], [(34, 3), ...], ...]") from None
+            fractional = [n for bracket in raw for n, _ in bracket if float(n) != int(n)]
+            expect_true(not fractional, f"a rung of {fractional[0]!r} configurations" if
+                        fractional else "", hint="n_i is a whole number of configurations: "
+                        "floor(n * eta**-i), n // eta**i")
             s_max = len(expected) - 1
             if len(got) != len(expected):
                 hint = "s_max = floor(log_eta(R)): the largest s with eta ** s <= R"
