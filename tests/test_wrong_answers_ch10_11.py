@@ -228,7 +228,7 @@ def polls_the_previous_step(i, max_ahead, events, losses):
 def returns_numbers(step, batches, max_ahead):
     losses = bounded(lambda i, m, events, _: events[i - m].synchronize() if i >= m else None)(
         step, batches, max_ahead)
-    return [loss.item() for loss in losses]
+    return [loss.tolist() for loss in losses]
 
 
 def drops_the_first_batch(step, batches, max_ahead):
