@@ -56,3 +56,10 @@ def test_compiled_is_faster_in_the_stored_runs_of_chapter_11(cell_id, unit):
     eager, compiled = map(float, re.search(rf"eager ([\d.]+) {unit}, compiled ([\d.]+) {unit}",
                                            text).groups())
     assert compiled < eager, text
+
+
+def test_the_queue_fills_up_in_the_stored_run():
+    assert "the host is quick, so the queue fills up" in prose(CH10, "5262fe6e")
+    text = stored_text(CH10, "57824889")
+    peak = int(re.search(r"ops in flight at the peak: (\d+)", text).group(1))
+    assert peak >= 30, text  # of the 40 ops enqueued
