@@ -144,4 +144,4 @@ def test_the_reference_counts_the_queue_of_a_known_example():
     ops = [OpRecord("kernel", "k", None, "-", 0, 0.0, 0.0, 3.0),
            OpRecord("kernel", "k", None, "-", 0, 1.0, 3.0, 6.0),
            OpRecord("kernel", "k", None, "-", 0, 6.0, 6.0, 7.0)]
-    assert ch10.reference_max_in_flight(ops) == 2
+    assert ch10._reference_max_in_flight(ops) == 2

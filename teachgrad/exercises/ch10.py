@@ -20,7 +20,7 @@ from .core import (
 
 # -- 10.1: how far the host runs ahead ----------------------------------------------------------
 
-def reference_max_in_flight(ops: list[OpRecord], begin: str = "enqueued") -> int:
+def _reference_max_in_flight(ops: list[OpRecord], begin: str = "enqueued") -> int:
     """The most ops enqueued and not finished at one moment (finished at t frees its slot at t).
 
     ``begin="started"`` counts the ops *running* instead: the usual mistake.
@@ -61,9 +61,9 @@ def check_max_in_flight(max_in_flight: Callable[[list[OpRecord]], int]) -> Feedb
 
     def on(description: str, ops: list[OpRecord], hint: str = "") -> Test:
         def run() -> None:
-            expected = reference_max_in_flight(ops)
+            expected = _reference_max_in_flight(ops)
             got = max_in_flight(list(ops))
-            running = reference_max_in_flight(ops, begin="started")
+            running = _reference_max_in_flight(ops, begin="started")
             if got == running != expected:
                 hint_here = ("in flight begins at enqueued (the host's clock), not at started: "
                              "an op waiting in the queue counts too")
