@@ -193,12 +193,14 @@ class _StepWatch:
     def __init__(self, rec: streams.Recording, weights: np.ndarray, device_s: float) -> None:
         self.rec, self.weights, self.device_s = rec, weights, device_s
         self.spans: list[tuple[int, int]] = []  # each step's ops: rec.ops[first:end]
+        self.done: list[streams.Event] = []  # the checker's own marker after each step
         self.in_flight_at_launch: list[list[int]] = []  # per step: earlier steps not finished
         self.waits_before: list[int] = []  # per step: how many host waits were recorded by then
 
     def unfinished(self) -> list[int]:
-        return [j for j, (first, end) in enumerate(self.spans)
-                if any(op.finished is None for op in self.rec.ops[first:end])]
+        # the device says, through markers (on a GPU op records get their times only when
+        # the recording ends); _happened() asks without counting as a wait of the learner's
+        return [j for j, marker in enumerate(self.done) if not marker._happened()]
 
     def __call__(self, batch: np.ndarray) -> tg.Tensor:
         self.in_flight_at_launch.append(self.unfinished())
@@ -208,6 +210,7 @@ class _StepWatch:
         # so that the simulator leaves Python's lock to the host (the timing stays sharp)
         streams.busy(self.device_s)
         loss = tg.tensor(np.float32(np.dot(batch, self.weights)), device="cuda")
+        self.done.append(streams.Event().record())
         self.spans.append((first, len(self.rec.ops)))
         return loss
 
@@ -216,6 +219,8 @@ def _waited_for(watch: _StepWatch, wait: streams.HostWait, launched: int) -> int
     """The last step a host wait waited for: the steps enqueued before the event marker it
     waited on, or (a whole-stream wait) every step launched so far."""
     if wait.target is None:
+        if wait.reason.startswith("Event."):
+            return -1  # a GPU's event: its marker is not on the recorded queue, so not judged
         return launched - 1
     marker = next((k for k, op in enumerate(watch.rec.ops) if op is wait.target), -1)
     return max((j for j, (_, end) in enumerate(watch.spans) if end <= marker), default=-1)
