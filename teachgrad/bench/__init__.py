@@ -22,12 +22,15 @@ or time anything from a notebook::
 
 Results files follow :mod:`teachgrad.bench.schema` and are read back with
 :func:`load` (one file) or :func:`load_dir` (a folder such as
-``benchmarks/results``).
+``benchmarks/results``); :func:`results_dir` finds that folder wherever a
+notebook runs.
 """
 from .harness import CudaEventTimer, HostTimer, Timing, measure, measure_in_turns
+from .locate import results_dir, results_file
 from .schema import SCHEMA_VERSION, Header, Record, Results, SchemaError, load, load_dir, save
 
 __all__ = [
     "measure", "measure_in_turns", "Timing", "HostTimer", "CudaEventTimer",
     "SCHEMA_VERSION", "Header", "Record", "Results", "SchemaError", "load", "load_dir", "save",
+    "results_dir", "results_file",
 ]

@@ -1,5 +1,6 @@
-"""Checkers for chapter 11, *Static graphs and compilers*: a compiler pass, a traceable
-rewrite of a data-dependent ``if``, and the pros and cons of static and dynamic graphs."""
+"""Checkers for chapter 11, *Static graphs and compilers*: a traceable rewrite of a
+data-dependent ``if`` (11.1), finding the inputs a trace gets wrong (11.2), and a compiler
+pass (11.3). The expected answers are computed from the engine at check time."""
 from __future__ import annotations
 
 import random
@@ -15,7 +16,7 @@ from teachgrad.jit.traced import trace_graph
 
 from .core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
 
-# -- 11.1 dead-code elimination ------------------------------------------------------------
+# -- 11.3 dead-code elimination ------------------------------------------------------------
 
 UNARY = ("exp", "tanh", "sigmoid", "relu", "neg")
 
@@ -66,10 +67,37 @@ def _reference_dce(graph: Graph) -> Graph:
         g.nodes = [n for n in g.nodes if n not in dead]
 
 
+def two_outputs(x: tg.Tensor, y: tg.Tensor) -> tuple[tg.Tensor, tg.Tensor]:
+    """Two outputs, a value read twice, and dead chains hanging off both."""
+    a = x.exp()
+    unused = (a * a).tanh().relu()  # dead, though it reads a live value twice
+    b = a * a
+    (y - b).sigmoid()  # dead: its result is dropped
+    return b, (x - y).relu()
+
+
+def _two_outputs_test(dead_code_elimination: Callable) -> Test:
+    def run_test() -> None:
+        graph = trace_graph(two_outputs, (tg.randn(3), tg.randn(3)))
+        got = dead_code_elimination(graph)
+        expect_true(isinstance(got, Graph), f"returned a {type(got).__name__}, not a Graph")
+        got_ops = [n.name for n in got.nodes if n.op == "call_function"]
+        want_ops = [n.name for n in _reference_dce(graph).nodes if n.op == "call_function"]
+        if got_ops != want_ops:
+            raise Mismatch("the operations left", want_ops, got_ops,
+                           "the output node reads a tuple of values: each one is live, and so is "
+                           "everything it reads")
+        a, b = tg.randn(3), tg.randn(3)
+        for got_out, want in zip(run(got, (a, b)), two_outputs(a, b)):
+            expect_close(got_out, want, what="pruned graph's outputs")
+    return Test("a program with two outputs, a value read twice and two dead chains", run_test)
+
+
 def check_dead_code_elimination(dead_code_elimination: Callable) -> Feedback:
-    """Exercise 11.1: remove every operation whose value nobody reads, repeatedly."""
+    """Exercise 11.3: remove every operation whose value nobody reads, repeatedly."""
 
     def make(seed: int, shape: tuple, use_y: bool) -> Test:
+        @np.errstate(over="ignore", invalid="ignore")  # exp(exp(...)) may overflow: inf is fine
         def run_test() -> None:
             program, live_ops, dead_ops = random_program(seed, use_y)
             x, y = tg.randn(*shape), tg.randn(*shape)
@@ -104,13 +132,15 @@ def check_dead_code_elimination(dead_code_elimination: Callable) -> Feedback:
         return Test(f"a random program (seed {seed}, reads {reads}) on {list(shape)} tensors", run_test)
 
     seeds = [1, 2] + [random.randrange(1000, 10**6) for _ in range(3)]
-    return check("11.1", [make(s, (3,) if i % 2 else (2, 3), use_y=i != 1) for i, s in enumerate(seeds)],
+    tests = [make(s, (3,) if i % 2 else (2, 3), use_y=i != 1) for i, s in enumerate(seeds)]
+    tests.append(_two_outputs_test(dead_code_elimination))
+    return check("11.3", tests,
                  candidate=dead_code_elimination,
                  solved="your pass removes dead chains completely, keeps the inputs, and the "
                         "graph still computes the same values.")
 
 
-# -- 11.2 a data-dependent choice the trace can keep ----------------------------------------
+# -- 11.1 a data-dependent choice the trace can keep ----------------------------------------
 
 def eager_choice(x: tg.Tensor) -> tg.Tensor:
     """The eager version: an ``if`` on a value (a trace bakes one branch in)."""
@@ -119,79 +149,193 @@ def eager_choice(x: tg.Tensor) -> tg.Tensor:
     return x * 0.5
 
 
-def check_traceable_choice(traceable_choice: Callable) -> Feedback:
-    """Exercise 11.2: the same function as ``eager_choice``, correct under tracing."""
+def _quarters(rng: np.random.Generator, shape: tuple, kind: str) -> np.ndarray:
+    """Multiples of 1/4 (exact in float32, so a sum of 0 is exactly 0) with a chosen sum.
 
-    def make(example_sign: float, seed: int) -> Test:
+    ``kind``: "positive" / "negative" (all one sign), "zero" (mixed signs, sum exactly 0),
+    "mixed negative" (largest value positive, sum negative) or "mixed positive".
+    """
+    size = int(np.prod(shape))
+    magnitudes = rng.integers(1, 9, size=size) * 0.25
+    if kind in ("positive", "negative"):
+        values = magnitudes * (1.0 if kind == "positive" else -1.0)
+    else:
+        values = magnitudes * np.where(np.arange(size) % 2 == 0, 1.0, -1.0)
+        target = {"zero": 0.0, "mixed negative": -0.25, "mixed positive": 0.25}[kind]
+        # the last element makes the sum exactly the target; the others keep both signs
+        values[-1] = target - values[:-1].sum()
+        if kind == "mixed positive":
+            values[0] = -abs(values[0]) - 2.0
+            values[-1] = target - values[:-1].sum()
+    return rng.permutation(values).reshape(shape).astype(np.float32)
+
+
+def _choice_hint(kind: str, swapped_everywhere: bool) -> str:
+    if swapped_everywhere:
+        return "the branches are swapped: tg.where(cond, when_true, when_false)"
+    if kind == "zero":
+        return "the sum is exactly 0 here, and 0 > 0 is False: eager_choice returns x * 0.5"
+    if kind.startswith("mixed"):
+        return "the test is on the sum of all of x (x.sum() > 0), not on one element or the largest"
+    return "tanh(x) when x.sum() > 0, else x * 0.5"
+
+
+def _trace_without_branches(fn: Callable, example: tg.Tensor) -> Graph:
+    """Trace ``fn``; a baked-in branch or a graph break becomes a Mismatch naming it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TracerWarning)
+        try:
+            return trace_graph(fn, (example,))
+        except TracerWarning:
+            raise Mismatch("tracing warned that a branch was baked in", "no warning",
+                           "a TracerWarning", "no Python if on a tensor: compute both "
+                           "branches and pick with tg.where(x.sum() > 0, ...)") from None
+        except TracingError as e:
+            raise Mismatch("tracing stopped: .item() (or .numpy(), .tolist()) left the "
+                           "tensor world", "a graph", str(e).split(".")[0],
+                           "no .item(): keep the test as a tensor (x.sum() > 0) and pass it "
+                           "to tg.where") from None
+
+
+KINDS = ("positive", "negative", "mixed negative", "mixed positive", "zero")
+
+
+def check_traceable_choice(traceable_choice: Callable) -> Feedback:
+    """Exercise 11.1: the same function as ``eager_choice``, correct under tracing.
+
+    The graph is traced on one example and run on inputs of every kind: one sign, a sum
+    of exactly 0 (a ``>=`` answer fails there), and mixed signs whose largest value and
+    sum disagree (a test on ``x.max()`` or ``x[0]`` fails there).
+    """
+
+    def make(example_kind: str, shape: tuple, seed: int) -> Test:
         def run_test() -> None:
             rng = np.random.default_rng(seed)
-            example = tg.tensor(np.abs(rng.normal(size=4)).astype(np.float32) * example_sign)
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", TracerWarning)
-                try:
-                    graph = trace_graph(traceable_choice, (example,))
-                except TracerWarning:
-                    raise Mismatch("tracing warned that a branch was baked in", "no warning",
-                                   "a TracerWarning", "no Python if on a tensor: compute both "
-                                   "branches and pick with tg.where(x.sum() > 0, ...)") from None
-                except TracingError as e:
-                    raise Mismatch("tracing stopped at a graph break", "a graph",
-                                   str(e).split(".")[0], "no .item(): keep the test as a tensor "
-                                   "(x.sum() > 0) and pass it to tg.where") from None
-            results = []
-            for sign in (1.0, -1.0):
-                values = np.abs(rng.normal(size=4).astype(np.float32)) * sign
-                x = tg.tensor(values)
-                swapped = np.tanh(values) if sign < 0 else values * np.float32(0.5)
-                got = run(graph, (x,))
-                results.append((sign, x, got, np.allclose(to_numpy(got), swapped, rtol=1e-5)))
-            both_swapped = all(r[3] for r in results)
-            for sign, x, got, _ in results:
-                hint = ("the branches are swapped: tg.where(cond, when_true, when_false)"
-                        if both_swapped else "tanh(x) when x.sum() > 0, else x * 0.5")
-                expect_close(got, eager_choice(x), what=f"the traced graph's output on an input "
-                             f"with sum {'>' if sign > 0 else '<'} 0", rtol=1e-5, hint=hint)
-        return Test(f"traced on an input whose sum is {'positive' if example_sign > 0 else 'negative'}, "
-                    "then run on both kinds", run_test)
+            graph = _trace_without_branches(traceable_choice, tg.tensor(_quarters(rng, shape, example_kind)))
+            inputs = [(kind, tg.tensor(_quarters(rng, shape, kind))) for kind in KINDS]
+            outputs = [(kind, x, run(graph, (x,))) for kind, x in inputs]
+            swapped = all(np.allclose(to_numpy(got), to_numpy(x.tanh() if x.sum().item() <= 0 else x * 0.5),
+                                      rtol=1e-5) for _, x, got in outputs)
+            for kind, x, got in outputs:
+                expect_close(got, eager_choice(x), rtol=1e-5, what=f"output of the traced graph on "
+                             f"{x.numpy().ravel().tolist()} (sum {float(x.numpy().sum()):g})",
+                             hint=_choice_hint(kind, swapped))
+        return Test(f"traced on a {list(shape)} input whose values are all {example_kind}, then run "
+                    "on inputs of every sign (a sum of exactly 0, mixed signs)", run_test)
 
-    return check("11.2", [make(1.0, 0), make(-1.0, 1), make(1.0, random.randrange(10**6))],
-                 candidate=traceable_choice,
+    rng = np.random.default_rng()
+    tests = [make("positive", (4,), 0), make("negative", (4,), 1),
+             make(str(rng.choice(["positive", "negative"])), (2, 3), int(rng.integers(10**6)))]
+    return check("11.1", tests, candidate=traceable_choice,
                  solved="one graph, right for every input: the choice is now data in the graph, "
                         "not Python control flow.")
 
 
-# -- 11.3 static or dynamic ------------------------------------------------------------------
+# -- 11.2 which inputs does a trace get wrong? ----------------------------------------------
 
-#: The course notes' pros and cons: which kind of graph each statement is true of.
-CLAIMS = {
-    "less framework overhead per operation, since the graph is built once": "static",
-    "the whole graph can be optimised before it runs (fusion, constant folding)": "static",
-    "the graph can be saved and run without the Python code that built it": "static",
-    "the code you write is the code that runs: easy to debug, print and profile": "dynamic",
-    "each iteration may compute something different, chosen by ordinary Python": "dynamic",
-    "building and running the graph are intertwined, so the Python code must stay around": "dynamic",
-    "much indirection between the code you write and the code that runs": "static",
-    "a Python if on a tensor's value is baked in when the graph is captured": "static",
-}
+def _outputs_agree(traced_out: tg.Tensor, eager_out: tg.Tensor) -> bool:
+    """Same shape and the same values, NaN where both have NaN (rounding allowed)."""
+    a = np.asarray(to_numpy(traced_out), dtype=np.float64)
+    b = np.asarray(to_numpy(eager_out), dtype=np.float64)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True))
 
 
-def check_graph_kind(graph_kind: Callable[[str], str]) -> Feedback:
-    """Exercise 11.3: for each statement, ``"static"`` or ``"dynamic"``."""
-    claims = list(CLAIMS.items())
-    random.shuffle(claims)  # asked in an order the learner has not seen
+def _agreements(fn: Callable, examples: list[tg.Tensor]) -> list[bool]:
+    """For each example: does the trace made on ``examples[0]`` give eager ``fn``'s output?"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TracerWarning)
+        traced = tg.jit.trace(fn, (examples[0],))
+    return [_outputs_agree(traced(x), fn(x)) for x in examples]
 
-    def make(claim: str, kind: str) -> Test:
+
+def doubled_two_ways(x: tg.Tensor) -> tg.Tensor:
+    """Two branches, two different graphs, the same values: a trace is right for every input."""
+    if x.sum() > 0:
+        return x * 2.0
+    return x + x
+
+
+def tanh_chain(x: tg.Tensor) -> tg.Tensor:
+    """No branch at all."""
+    return (x * 2.0).tanh() - x
+
+
+def mean_if_long(x: tg.Tensor) -> tg.Tensor:
+    """A branch on the shape: a trace bakes in the shape's branch as well."""
+    if x.shape[0] > 3:
+        return x.mean(dim=0, keepdim=True)
+    return x
+
+
+def _signed(rng: np.random.Generator, signs: list[float], size: int = 3) -> list[tg.Tensor]:
+    return [tg.tensor((rng.uniform(0.5, 2.0, size=size) * s).astype(np.float32)) for s in signs]
+
+
+DIFFERENT = "trace once, on examples[0], and compare traced(x) with fn(x) for every example"
+
+
+def check_first_divergence(first_divergence: Callable) -> Feedback:
+    """Exercise 11.2: ``first_divergence(fn, examples)``: trace ``fn`` on ``examples[0]``, run
+    the traced function on every example, and return the index of the first one whose output
+    differs from eager ``fn`` (``None`` if all agree).
+
+    The expected index comes from the engine at check time. Traps: outputs with NaN in both
+    (they agree), branches whose graphs differ but whose values agree (comparing graphs is not
+    enough), an output whose shape changed but whose values broadcast equal (compare shapes).
+    """
+
+    def make(description: str, fn: Callable, examples: list[tg.Tensor], missed: str,
+             false_alarm: str) -> Test:
         def run_test() -> None:
-            got = graph_kind(claim)
-            expect_true(got in ("static", "dynamic"), f"answered {got!r}",
-                        hint="answer with the string 'static' or 'dynamic'")
-            if got != kind:
-                why = ("static graphs are captured once and then optimised, saved or run "
-                       "without Python" if kind == "static" else
-                       "dynamic graphs are rebuilt by running the Python code every time")
-                raise Mismatch("which kind of graph this is true of", kind, got, why)
-        return Test(repr(claim), run_test)
+            agree = _agreements(fn, examples)
+            expected = agree.index(False) if False in agree else None
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TracerWarning)  # the point is to find them
+                got = first_divergence(fn, list(examples))
+            expect_true(got is None or (isinstance(got, (int, np.integer)) and not isinstance(got, bool)),
+                        f"returned {got!r}: expected an example's index (an int) or None",
+                        hint="return i for the first example that differs, None if none does")
+            if got == expected:
+                return
+            if got is not None and not 0 <= got < len(examples):
+                raise Mismatch(f"there is no example {got}: there are {len(examples)}", expected, got,
+                               "return the index i of examples[i] (counted from 0)")
+            if got is not None and agree[got]:
+                raise Mismatch(f"example {got} gives the same output traced and eager",
+                               expected, got, false_alarm)
+            if got is not None:
+                raise Mismatch(f"example {got} differs, but example {expected} is the first that "
+                               "does", expected, got,
+                               "return at the first difference" if missed == DIFFERENT else missed)
+            raise Mismatch(f"example {expected} gives a different output traced and eager",
+                           expected, got, missed)
+        return Test(description, run_test, "trace once: traced = tg.jit.trace(fn, (examples[0],))")
 
-    return check("11.3", [make(c, k) for c, k in claims], candidate=graph_kind,
-                 solved="you can place each pro and con: static graphs trade flexibility for "
-                        "whole-program optimisation and deployment.")
+    rng = np.random.default_rng()
+    first_negative = int(rng.integers(1, 5))
+    signs = [1.0] * first_negative + [-1.0] + [float(s) for s in rng.choice([1.0, -1.0], size=2)]
+    with_nan = _signed(rng, [1.0, -1.0, 1.0])
+    nan_values = with_nan[1].numpy().copy()
+    nan_values[[0, 2]] = [np.nan, np.inf]
+    with_nan[1] = tg.tensor(nan_values)
+    same_mean = float(rng.uniform(0.5, 2.0))
+    fixed = [tg.ones(3), tg.ones(3) * 2, -tg.ones(3), tg.ones(3) * 0.5, -tg.ones(3) * 2]
+    tests = [
+        make("choose (the if on x.sum() of 11.4) on the notebook's five examples", eager_choice,
+             fixed, DIFFERENT, DIFFERENT),
+        make(f"choose on {len(signs)} examples with signs {signs}", eager_choice,
+             _signed(rng, signs), DIFFERENT, DIFFERENT),
+        make("a function with no branch, on examples with NaN and inf", tanh_chain, with_nan,
+             DIFFERENT, "NaN in both outputs is agreement: compare with equal_nan=True"),
+        make("two branches that give the same values (x * 2.0 and x + x)", doubled_two_ways,
+             _signed(rng, [1.0, -1.0, 1.0, -1.0]), DIFFERENT,
+             "the traced graph (Mul) and the eager one (Add) differ, but their outputs do not: "
+             "compare outputs, not graphs"),
+        make("a branch on the shape, on examples of 5, 6, 3 (all equal) and 2 elements",
+             mean_if_long, [tg.randn(5), tg.randn(6), tg.full((3,), same_mean), tg.randn(2)],
+             "the traced output has shape [1], the eager one [3], with equal values: compare "
+             "shapes too (np.allclose broadcasts [1] against [3])", DIFFERENT),
+    ]
+    return check("11.2", tests, candidate=first_divergence,
+                 solved="you can test a trace against eager execution and find the input where "
+                        "the captured graph stops being the program.")

@@ -27,6 +27,8 @@ class _Mark:
         self.reached = threading.Event()
         self.time: float | None = None
         self.cuda_event: Any = None
+        self.record: Any = None  # the marker's OpRecord on the queue (simulator)
+        self.polled_since: float | None = None  # the first query() that said "not yet"
 
 
 class Event:
@@ -41,7 +43,7 @@ class Event:
         self._mark: _Mark | None = None
 
     def __repr__(self) -> str:
-        state = "not recorded" if self._mark is None else ("done" if self.query() else "pending")
+        state = "not recorded" if self._mark is None else ("done" if self._happened() else "pending")
         return f"<teachgrad.cuda.Event {state}>"
 
     def record(self, stream: Stream | None = None) -> "Event":
@@ -63,7 +65,8 @@ class Event:
             mark.reached.set()
 
         if stream._handle is None:
-            stream.enqueue("event", "record", reach, uses_device=False, site=sites.enqueue_site(2))
+            mark.record = stream.enqueue("event", "record", reach, uses_device=False,
+                                         site=sites.enqueue_site(2))
         return self
 
     def _recorded(self, what: str) -> _Mark:
@@ -73,12 +76,31 @@ class Event:
         return self._mark
 
     def query(self) -> bool:
-        """True once the stream has reached the marker (never waits). True if never recorded."""
-        if self._mark is None:
+        """True once the stream has reached the marker (never waits). True if never recorded.
+
+        A loop of queries is a host wait all the same: from the first ``False`` to the
+        ``True`` it is recorded as one (reason ``Event.query``) in an open timeline.
+        """
+        mark = self._mark
+        if mark is None:
             return True
-        if self._mark.cuda_event is not None:
-            return bool(self._mark.cuda_event.query())
-        return self._mark.reached.is_set()
+        done = self._happened()
+        if not done and mark.polled_since is None:
+            mark.polled_since = now()
+        elif done and mark.polled_since is not None:
+            from .records import HostWait, note_wait
+
+            reason, site = sites.wait_reason(1)
+            note_wait(HostWait(reason, site, mark.polled_since, now(), target=mark.record))
+            mark.polled_since = None
+        return done
+
+    def _happened(self) -> bool:
+        """query() without recording anything (for repr and elapsed_time)."""
+        mark = self._mark
+        if mark is None:
+            return True
+        return bool(mark.cuda_event.query()) if mark.cuda_event is not None else mark.reached.is_set()
 
     def synchronize(self) -> None:
         """Wait until the stream has reached the marker; raise its deferred error, if any."""
@@ -91,7 +113,7 @@ class Event:
             mark.cuda_event.synchronize()
         else:
             mark.reached.wait()
-        note_wait(HostWait(reason, site, began, now()))
+        note_wait(HostWait(reason, site, began, now(), target=mark.record))
         mark.stream.raise_deferred()
 
     def wait(self, stream: Stream | None = None) -> None:
@@ -117,7 +139,7 @@ class Event:
             raise RuntimeError("elapsed_time needs both events made with "
                                "Event(enable_timing=True)")
         start, end = self._recorded("elapsed_time"), end_event._recorded("elapsed_time")
-        if not (self.query() and end_event.query()):
+        if not (self._happened() and end_event._happened()):
             raise RuntimeError("elapsed_time: an event has not happened yet. "
                                "Fix: call end_event.synchronize() first.")
         if start.cuda_event is not None:

@@ -5,7 +5,9 @@ gets an :class:`OpRecord` when the host enqueues it. The host fills in
 ``enqueued``; whoever runs it (the stream's worker thread in the simulator)
 fills in ``started`` and ``finished``. Every time the host has to stop and
 wait for the device (``.item()``, ``.numpy()``, printing, ``synchronize()``)
-a :class:`HostWait` says where and for how long.
+a :class:`HostWait` says where, for how long, and for which event marker
+(none when it waited for whole streams). An ``Event.query()`` loop is a wait too:
+the polls from the first ``False`` to the ``True`` are recorded as one.
 
 Times are seconds on one clock, :func:`now` (``time.perf_counter``), shared
 by the host thread and the worker threads: in the simulator that *is* the
@@ -57,6 +59,9 @@ class HostWait:
     site: str  #: where in the user's code
     began: float
     ended: float
+    #: the event marker waited for (``Event.synchronize``, an ``Event.query()`` loop);
+    #: None when the host waited for a whole stream or for every stream
+    target: OpRecord | None = None
 
 
 @dataclass

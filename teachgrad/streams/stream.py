@@ -244,8 +244,17 @@ class Stream:
             self._cv.wait_for(lambda: not self._queue)
 
     def synchronize(self) -> None:
-        """Wait for everything enqueued on this stream; raise a deferred error if one failed."""
-        self._wait_for_queue()
+        """Wait for everything enqueued on this stream; raise a deferred error if one failed.
+
+        The wait is recorded (``Stream.synchronize`` in a timeline), like every other
+        host wait.
+        """
+        reason, site = sites.wait_reason(1)
+        began = records.now()
+        try:
+            self._wait_for_queue()
+        finally:
+            records.note_wait(HostWait(reason, site, began, records.now()))
         self.raise_deferred()
 
     def raise_deferred(self) -> None:
