@@ -211,13 +211,13 @@ def _sum_to_shape_mismatch(got, grad: np.ndarray, shape: tuple, what: str) -> No
                 f"({what})", hint="return a teachgrad tensor: grad.sum(...) is one")
     got_shape = tuple(got.shape)
     if got_shape != shape:
-        if got_shape == grad.shape:
-            hint = "nothing was summed: broadcasting stretched some dimensions, sum over them"
+        if len(got_shape) > len(shape):
+            hint = "the leading dimensions broadcasting added must be summed away too"
         elif len(got_shape) < len(shape):
             hint = ("a dimension of size 1 disappeared: sum with keepdim=True, so a stretched "
                     "dimension stays as size 1")
-        elif len(got_shape) > len(shape):
-            hint = "the leading dimensions broadcasting added must be summed away too"
+        elif got_shape == grad.shape:
+            hint = "nothing was summed: broadcasting stretched some dimensions, sum over them"
         else:
             hint = "line the shapes up from the right, as broadcasting does"
         raise Mismatch(f"wrong shape ({what}): expected {list(shape)}, got {list(got_shape)}",

@@ -236,7 +236,8 @@ def _order_problem(order, root) -> Mismatch | None:
                         show_values=False)
     missing = [node for node in reachable if node not in order]
     if missing:
-        leaves = all(type(n) is AccumulateGrad for n in missing)
+        leaves = all(type(n) is AccumulateGrad for n in missing) and not any(
+            type(n) is AccumulateGrad for n in order)
         return Mismatch(f"your order leaves out {len(missing)} of the {len(reachable)} nodes "
                         f"the root reaches, e.g. {names[missing[0]]}", hint=(
                             "the leaves' AccumulateGrad nodes belong in the order too: backward "
