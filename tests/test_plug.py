@@ -313,3 +313,11 @@ def test_every_part_says_what_it_receives_and_returns():
             "optim.adam_step"} <= set(listed)
     for part in listed.values():
         assert part.receives and part.returns and callable(part.engine)
+
+
+def test_a_learner_stub_raising_not_implemented_passes_through_unwrapped():
+    def stub(root):
+        raise NotImplementedError("fill in topological_order")  # (the learner edition's stub)
+
+    with plugged("autograd.order", stub), pytest.raises(NotImplementedError):
+        _loss(*_realistic()).backward()

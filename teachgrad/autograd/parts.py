@@ -72,8 +72,8 @@ class Part:
         self.calls += 1
         try:
             return fn(*args)
-        except PartError:
-            raise
+        except (PartError, NotImplementedError):
+            raise  # (NotImplementedError: the learner edition's stub, "not solved yet")
         except Exception as error:
             raise PartError(self.name, f"in your {self.name} ({PLUGGED_WITH}): "
                             f"{type(error).__name__}: {error}{_where(error, fn)}") from error
