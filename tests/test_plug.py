@@ -45,19 +45,16 @@ def _same_bits(a: list, b: list) -> None:
 
 
 def depth_first_order(root):
-    """A learner's order: reversed post-order of a depth-first walk."""
-    seen, post = set(), []
-
-    def visit(node):
-        if node in seen:
-            return
-        seen.add(node)
-        for nxt, _ in node.next_functions:
-            if nxt is not None:
-                visit(nxt)
-        post.append(node)
-
-    visit(root)
+    """A learner's order: a depth-first walk with an explicit stack, reversed post-order."""
+    post, done, stack = [], set(), [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            post.append(node)
+        elif node not in done:
+            done.add(node)
+            stack.append((node, True))
+            stack += [(child, False) for child, _ in node.next_functions if child is not None]
     return post[::-1]
 
 

@@ -308,6 +308,16 @@ def _trains_the_chapters_model(part: str, step: Callable, make_optimizer: Callab
     return Test(f"the chapter's model, trained for 3 epochs with {part} plugged in", run)
 
 
+def _step_tests(random: Callable, shown: str, varied: str, part: str, step: Callable,
+                make_optimizer: Callable) -> list[Test]:
+    """The case the chapter shows, random ones, then the chapter's model trained with it."""
+    return [Test(f"3 steps of one parameter of shape (2,), lr=0.1, {shown}",
+                 lambda: random((1, (2,), "float64", 3, 0.1, 0.9))),
+            property_test(f"random shapes, steps, learning rates and {varied}, two parameters "
+                          "at once", _step_case, random),
+            _trains_the_chapters_model(part, step, make_optimizer)]
+
+
 def check_sgd_momentum_step(sgd_momentum_step: Callable) -> Feedback:
     """Exercise 5.4: SGD with momentum, one parameter's update; then the model trains with it."""
     def random(case: tuple) -> None:
@@ -323,12 +333,8 @@ def check_sgd_momentum_step(sgd_momentum_step: Callable) -> Feedback:
                            "b ← g at the first step, then b ← momentum·b + g; θ ← θ − lr·b",
                            dtype)
 
-    tests = [Test("3 steps of one parameter of shape (2,), lr=0.1, momentum=0.9",
-                  lambda: random((1, (2,), "float64", 3, 0.1, 0.9))),
-             property_test("random shapes, steps, learning rates and momenta, two parameters "
-                           "at once", _step_case, random),
-             _trains_the_chapters_model("optim.sgd_step", sgd_momentum_step,
-                                        lambda p: optim.SGD(p, lr=0.5, momentum=0.9))]
+    tests = _step_tests(random, "momentum=0.9", "momenta", "optim.sgd_step", sgd_momentum_step,
+                        lambda p: optim.SGD(p, lr=0.5, momentum=0.9))
     return check("5.4", tests, candidate=sgd_momentum_step,
                  solved="tg.optim.SGD trained the chapter's model with your momentum step.")
 
@@ -351,11 +357,7 @@ def check_adam_step(adam_step: Callable) -> Feedback:
                            "θ ← θ − lr·m̂/(√v̂ + eps) with m̂ = m/(1 − β1ᵗ), v̂ = v/(1 − β2ᵗ)",
                            dtype)
 
-    tests = [Test("3 steps of one parameter of shape (2,), lr=0.1, betas=(0.9, 0.999)",
-                  lambda: random((1, (2,), "float64", 3, 0.1, 0.9))),
-             property_test("random shapes, steps, learning rates and betas, two parameters "
-                           "at once", _step_case, random),
-             _trains_the_chapters_model("optim.adam_step", adam_step,
-                                        lambda p: optim.Adam(p, lr=0.05))]
+    tests = _step_tests(random, "betas=(0.9, 0.999)", "betas", "optim.adam_step", adam_step,
+                        lambda p: optim.Adam(p, lr=0.05))
     return check("5.5", tests, candidate=adam_step,
                  solved="tg.optim.Adam trained the chapter's model with your Adam step.")
