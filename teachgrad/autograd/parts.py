@@ -188,10 +188,16 @@ def _backward_part(name: str) -> Part | None:
     cls = _function_named(op)
     if cls is None:
         return None
-    original = cls.__dict__["backward"]
+    own = cls.__dict__.get("backward")  # (None: inherited from a parent Function)
+    original = own if own is not None else staticmethod(cls.backward)
 
     def install(fn: Callable | None) -> None:
-        cls.backward = original if fn is None else staticmethod(_learners_backward(part))
+        if fn is not None:
+            cls.backward = staticmethod(_learners_backward(part))
+        elif own is not None:
+            cls.backward = own
+        else:
+            del cls.backward  # the parent's again
 
     part = declare(name, receives=f"(ctx, grad) as {op}.backward does: ctx.saved_tensors "
                                   "and the other ctx fields its forward stored",

@@ -36,7 +36,7 @@ from ..autograd.parts import Part, PartError
 
 def _declare_all() -> None:
     """Import the modules that declare parts, so every part can be named."""
-    from .. import optim  # noqa: F401  (declares optim.sgd_step and optim.adam_step)
+    from .. import nn, optim  # noqa: F401  (optim declares its steps; nn, its operations)
 
 
 def plug(part: str, fn: Callable) -> Part:
