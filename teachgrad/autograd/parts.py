@@ -7,7 +7,8 @@ calls that function instead, checks what it returns, and everything built on the
 part (``backward()``, the stepper, ``gradcheck``, a training loop) runs on it.
 
 Nothing is paid when nothing is plugged: a seam reads one attribute
-(``part.fn is None``) once per backward or optimizer update, or, for an
+(``part.fn is None``) once per backward or optimizer update (and the backward loop
+tests one local, ``rank is None``, per node it schedules), or, for an
 operation's backward formula, nothing at all (plugging swaps the ``backward``
 of that one Function class and unplugging puts the original back).
 
