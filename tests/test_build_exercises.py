@@ -107,6 +107,19 @@ def depth_first(root, remember_visited=True):
     return post[::-1]
 
 
+def by_longest_path(root):
+    """Sort by the longest path from the root: every edge leads at least one step deeper."""
+    depth, changed = {root: 0}, True
+    while changed:
+        changed = False
+        for node in list(depth):
+            for child, _ in node.next_functions:
+                if child is not None and depth.get(child, -1) < depth[node] + 1:
+                    depth[child] = depth[node] + 1
+                    changed = True
+    return sorted(depth, key=depth.get)
+
+
 def breadth_first(root):
     order, queue = [], [root]
     while queue:
@@ -125,7 +138,7 @@ def first_input_only(root):
     return order
 
 
-@pytest.mark.parametrize("right", [depth_first, engine.visiting_order])
+@pytest.mark.parametrize("right", [depth_first, by_longest_path])
 def test_topological_order_right_answers_are_accepted(right):
     assert ch03.check_topological_order(right).passed
 
@@ -378,3 +391,20 @@ def test_adam_right_answers_are_accepted(right):
 ])
 def test_adam_mistakes_are_named(options, says):
     _rejected(ch05.check_adam_step(lambda *args: _adam(*args, **options)), says)
+
+
+# --- calling the engine's own piece is no answer ------------------------------------------------
+
+def test_calling_the_engines_own_piece_is_rejected():
+    from teachgrad.optim.sgd import sgd_step
+    from teachgrad.autograd import parts
+
+    _rejected(ch02.check_sum_to_shape(lambda grad, shape: engine.sum_to_shape(grad, shape)),
+              "called the engine's own sum_to_shape")
+    _rejected(ch03.check_topological_order(engine.visiting_order),
+              "called the engine's own visiting_order")
+    mul = parts.get("backward:Mul").engine
+    _rejected(ch04.check_elementwise_backward(lambda ctx, grad: mul(ctx, grad), div_backward),
+              "called the engine's own backward")
+    _rejected(ch05.check_sgd_momentum_step(lambda *args: sgd_step(*args)),
+              "called the engine's own sgd_step")

@@ -70,3 +70,33 @@ def plugged_workload(part: str, fn: Callable, what: str) -> Iterator[Any]:
                        hint=f"it was plugged into {part}, which this workload needs: "
                             "plug your own function, not a copy of the engine's",
                        show_values=False)
+
+
+@contextlib.contextmanager
+def written_by_the_learner(part: str, what: str) -> Iterator[None]:
+    """Run the block (a call of the learner's piece) and raise :class:`Mismatch` if the
+    engine's own implementation of ``part`` ran inside it: the exercise is to write the
+    piece, not to call the one the engine has. Observed through the interpreter's
+    profiling hook (which functions were called), not by reading the learner's source."""
+    import sys
+
+    from ..autograd import parts
+    from .plugging import _declare_all
+    _declare_all()  # (the optimizers' parts are declared when tg.optim is imported)
+    engines = {parts.get(part).engine.__code__}
+    called: list[str] = []
+
+    def profile(frame: Any, event: str, _arg: Any) -> None:
+        if event == "call" and frame.f_code in engines:
+            called.append(frame.f_code.co_name)
+
+    outer = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(outer)
+    if called:
+        raise Mismatch(f"your {what} called the engine's own {called[0]}",
+                       hint=f"write the piece yourself: {part} is what the engine runs, and "
+                            "calling it is no answer", show_values=False)

@@ -8,7 +8,7 @@ import numpy as np
 
 import teachgrad as tg
 
-from .building import plugged_workload, property_test
+from .building import plugged_workload, property_test, written_by_the_learner
 from .core import (Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy,
                    unseen_rng, watching_ops)
 
@@ -240,7 +240,8 @@ def check_sum_to_shape(sum_to_shape: Callable) -> Feedback:
     def on(shape: tuple, grad_shape: tuple, dtype: str = "float64",
            layout: str = "contiguous", seed: int = 0) -> None:
         grad = _gradient(grad_shape, shape, dtype, layout, seed)
-        got = sum_to_shape(grad, shape)
+        with written_by_the_learner("autograd.sum_to_shape", "sum_to_shape"):
+            got = sum_to_shape(grad, shape)
         _sum_to_shape_mismatch(got, grad.numpy(), shape, f"grad of shape {list(grad_shape)}, "
                                f"{dtype}, {layout}, summed to shape {list(shape)}")
 

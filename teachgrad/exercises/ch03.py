@@ -8,7 +8,7 @@ import numpy as np
 
 import teachgrad as tg
 
-from .building import plugged_workload, property_test
+from .building import plugged_workload, property_test, written_by_the_learner
 from .core import (Feedback, Mismatch, Test, check, counting_backward, expect_close, expect_true,
                    numerical_gradient, to_numpy, unseen_rng)
 
@@ -268,7 +268,8 @@ def _order_problem(order, root) -> Mismatch | None:
 
 
 def _expect_valid_order(topological_order: Callable, leaves: list, loss) -> list:
-    order = topological_order(loss.grad_fn)
+    with written_by_the_learner("autograd.order", "topological_order"):
+        order = topological_order(loss.grad_fn)
     problem = _order_problem(order, loss.grad_fn)
     if problem is not None:
         raise problem

@@ -13,7 +13,7 @@ import teachgrad as tg
 
 from ..autograd import parts
 from ..autograd.engine import sum_to_shape
-from .building import plugged_workload, property_test
+from .building import plugged_workload, property_test, written_by_the_learner
 from .core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
 
 
@@ -79,7 +79,8 @@ def compare_formula(formula: Formula, backward: Callable, out: tg.Tensor, inputs
     rng = np.random.default_rng(len(described))
     grad = tg.tensor(rng.normal(size=tuple(out.shape)), dtype=out.dtype)
     expected = parts.get(f"backward:{formula.op}").engine(node.ctx, grad)
-    got = backward(node.ctx, grad)
+    with written_by_the_learner(f"backward:{formula.op}", "backward"):
+        got = backward(node.ctx, grad)
     got = got if isinstance(got, tuple) else (got,)
     expect_true(len(got) == len(expected), f"your backward returned {len(got)} value(s) for "
                 f"{described}; {formula.op}'s forward takes {len(expected)} arguments",

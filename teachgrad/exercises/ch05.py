@@ -10,7 +10,7 @@ import teachgrad as tg
 from teachgrad import nn, optim
 from teachgrad.data import DataLoader, TensorDataset, make_moons
 
-from .building import plugged_workload, property_test
+from .building import plugged_workload, property_test, written_by_the_learner
 from .core import (Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy,
                    unseen_rng)
 
@@ -248,10 +248,13 @@ def _run_steps(step: Callable, case: tuple, group: dict) -> tuple[list, list, li
     grads = [[rng.normal(size=shape) for _ in range(n_params)] for _ in range(n_steps)]
     params = [tg.tensor(p, dtype=getattr(tg, dtype)) for p in start]
     states: list[dict] = [{} for _ in params]
+    part = "optim.adam_step" if "betas" in group else "optim.sgd_step"
     with tg.no_grad(), np.errstate(all="ignore"):
         for step_grads in grads:
             for i, g in enumerate(step_grads):
-                new = step(params[i], tg.tensor(g, dtype=getattr(tg, dtype)), states[i], group)
+                with written_by_the_learner(part, "step"):
+                    new = step(params[i], tg.tensor(g, dtype=getattr(tg, dtype)), states[i],
+                               group)
                 expect_true(isinstance(new, tg.Tensor) and tuple(new.shape) == shape,
                             f"your step returned {type(new).__name__ if not isinstance(new, tg.Tensor) else 'shape ' + str(list(new.shape))}"
                             f" for a parameter of shape {list(shape)}",
