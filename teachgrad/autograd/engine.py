@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from numpy import add, asarray, ndarray
 
 from ..backends import get_backend
-from . import function, grad_mode
+from . import function, grad_mode, parts
 from .function import FREED_GRAPH_MESSAGE, AccumulateGrad, Node
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,21 +60,63 @@ class BackwardStep:
 
 
 def _sum_to_shape(grad: "Tensor", shape: tuple[int, ...], node: Any, i: int) -> "Tensor":
-    """Undo broadcasting: sum ``grad`` down to ``shape`` (what PyTorch's engine does too)."""
+    """Undo broadcasting: sum ``grad`` down to ``shape`` (what PyTorch's engine does too),
+    after checking ``shape`` broadcasts to ``grad``'s shape (else the backward is wrong)."""
+    lead = grad.ndim - len(shape)
+    ok = lead >= 0 and all(n == 1 or n == grad.shape[lead + k] for k, n in enumerate(shape))
+    if not ok:
+        raise RuntimeError(
+            f"{_who(node)} returned a gradient of shape {list(grad.shape)} for input {i}, "
+            f"which has shape {list(shape)}: a backward must return one gradient per input, "
+            "shaped like that input (or broadcastable to it)"
+        )
+    if SUM_TO_SHAPE.fn is None:
+        return sum_to_shape(grad, shape)
+    return _learners_sum_to_shape(grad, shape)
+
+
+def sum_to_shape(grad: "Tensor", shape: tuple[int, ...]) -> "Tensor":
+    """``grad`` summed over the dimensions broadcasting added or stretched, so that it
+    has ``shape`` (which broadcasts to ``grad.shape``): the leading extra dimensions,
+    and every dimension where ``shape`` has 1 and ``grad`` more."""
     lead = grad.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + k for k, n in enumerate(shape) if n == 1 and grad.shape[lead + k] != 1
     )
-    ok = lead >= 0 and all(n == 1 or n == grad.shape[lead + k] for k, n in enumerate(shape))
-    if not ok:
-        raise RuntimeError(
-            f"{node.name()} returned a gradient of shape {list(grad.shape)} for input {i}, "
-            f"which has shape {list(shape)}: a backward must return one gradient per input, "
-            "shaped like that input"
-        )
     if axes:
         grad = grad.sum(dim=axes, keepdim=True)
     return grad.reshape(shape) if lead else grad
+
+
+SUM_TO_SHAPE = parts.declare(
+    "autograd.sum_to_shape",
+    receives="(grad, shape): a gradient tensor, and the shape of the input it belongs to "
+             "(a tuple that broadcasts to grad.shape)",
+    returns="a tensor of exactly that shape, grad's dtype and device: grad summed over the "
+            "dimensions broadcasting added or stretched",
+    engine=sum_to_shape)
+
+
+def _learners_sum_to_shape(grad: "Tensor", shape: tuple[int, ...]) -> "Tensor":
+    out = SUM_TO_SHAPE.call(grad, tuple(shape))
+    if not isinstance(out, function.Tensor):
+        raise SUM_TO_SHAPE.reject(f"a {type(out).__name__} for a gradient of shape "
+                                  f"{list(grad.shape)}", f"a tensor of shape {list(shape)}")
+    if tuple(out.shape) != tuple(shape):
+        raise SUM_TO_SHAPE.reject(f"shape {list(out.shape)} for a gradient of shape "
+                                  f"{list(grad.shape)}", f"shape {list(shape)}")
+    if out.dtype is not grad.dtype or out.device != grad.device:
+        raise SUM_TO_SHAPE.reject(f"a {out.dtype} tensor on {out.device}",
+                                  f"{grad.dtype} on {grad.device}, as the gradient it got")
+    return out
+
+
+def _who(node: Any) -> str:
+    """How messages name a node's backward: the learner's when one is plugged into it."""
+    part = parts._PARTS.get("backward:" + node.function.__name__)
+    if part is not None and part.fn is not None:
+        return f"your {part.name} ({parts.PLUGGED_WITH})"
+    return f"function {node.name()}"
 
 
 def _filled(shape: tuple, value: float, dtype: Any, device: Any) -> "Tensor":
@@ -170,7 +212,88 @@ def backward_steps(
     for t, g in _check_roots(tensors, grad_tensors):
         node = t.grad_fn if t.grad_fn is not None else t._accumulator()
         roots.append((node, t._output_nr, g))
-    return _run(roots, _dependencies(roots), retain_graph, records)
+    deps = _dependencies(roots)
+    rank = None if ORDER.fn is None else _learners_order(roots, deps)
+    return _run(roots, deps, retain_graph, records, rank)
+
+
+def visiting_order(root: Any) -> list:
+    """The order the engine visits the graph below ``root`` (a node) in, as a list:
+    every node after all the nodes that send it a gradient and, among those ready, the
+    most recently created first (the ``autograd.order`` part's own implementation).
+
+    (Backward skips a node that receives no gradient at all; this order lists it.)
+    """
+    deps = _dependencies([(root, 0, None)])
+    ready = _ReadyQueue()
+    ready.push(root)
+    order = []
+    while ready.heap:
+        node = heappop(ready.heap)[2]
+        order.append(node)
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    ready.push(nxt)
+    return order
+
+
+ORDER = parts.declare(
+    "autograd.order",
+    receives="root: the graph node backward starts from (loss.grad_fn); each node lists "
+             "the nodes it sends gradients to in node.next_functions, as (node, index) "
+             "pairs, with None for an input that needs no gradient",
+    returns="a list of every node reachable from root, root first, each one after every "
+            "node that sends it a gradient (a topological order)",
+    engine=visiting_order)
+
+
+def _learners_order(roots: list, deps: dict[Any, int]) -> dict[Any, int]:
+    """Each node's position in the learner's order, after checking it is one backward
+    can run: every reachable node once, each after all the nodes that feed it."""
+    if len({id(node) for node, _, _ in roots}) > 1:
+        raise parts.PartError(ORDER.name, (
+            f"your {ORDER.name} ({parts.PLUGGED_WITH}) orders a graph from one root, but "
+            f"backward started from {len(roots)} tensors at once. Fix: backpropagate from "
+            "one loss (add the losses up first), or unplug autograd.order."))
+    root = roots[0][0]
+    order = ORDER.call(root)
+    if isinstance(order, (str, bytes)) or not hasattr(order, "__iter__"):
+        raise ORDER.reject(f"a {type(order).__name__}", "a list of graph nodes")
+    order = list(order)
+    rank: dict[Any, int] = {}
+    for i, node in enumerate(order):
+        if type(node) is not Node and type(node) is not AccumulateGrad:
+            hint = " (a tensor: its node is tensor.grad_fn)" if isinstance(
+                node, function.Tensor) else ""
+            raise ORDER.reject(f"a {type(node).__name__} at position {i}{hint}",
+                               "graph nodes only, as found in node.next_functions")
+        if node in rank:
+            raise ORDER.reject(f"{node.name()} twice (positions {rank[node]} and {i})",
+                               "every node exactly once")
+        rank[node] = i
+    if not order or order[0] is not root:
+        first = order[0].name() if order else "an empty list"
+        raise ORDER.reject(f"an order starting with {first}",
+                           f"the root ({root.name()}) first: backward starts there")
+    missing = [n for n in deps if n not in rank]
+    if missing:
+        raise ORDER.reject(f"an order without {missing[0].name()}, which the root reaches "
+                           f"({len(missing)} node(s) left out)", "every reachable node")
+    if len(rank) != len(deps) + (root not in deps):
+        stray = next(n for n in order if n is not root and n not in deps)
+        raise ORDER.reject(f"{stray.name()}, which the root does not reach",
+                           "only the nodes reachable from the root")
+    for node in order:
+        for nxt, _ in node.next_functions:
+            if nxt is not None and rank[nxt] < rank[node]:
+                raise ORDER.reject(
+                    f"an order that visits {nxt.name()} (position {rank[nxt]}) before "
+                    f"{node.name()} (position {rank[node]}), which sends it a gradient",
+                    "each node after every node that feeds it: a node can run only once "
+                    "all its incoming gradients have arrived")
+    return rank
 
 
 class _ReadyQueue:
@@ -183,23 +306,28 @@ class _ReadyQueue:
     method call would cost more than the heap operation itself.)
     """
 
-    __slots__ = ("heap", "arrivals")
+    __slots__ = ("heap", "arrivals", "rank")
 
-    def __init__(self) -> None:
+    def __init__(self, rank: dict | None = None) -> None:
         self.heap: list = []
         self.arrivals = itertools.count()
+        #: the learner's order (node -> position) while ``autograd.order`` is plugged
+        self.rank = rank
 
     def push(self, node: Any) -> None:
-        heapq.heappush(self.heap, (-node.sequence, next(self.arrivals), node))
+        key = -node.sequence if self.rank is None else self.rank[node]
+        heapq.heappush(self.heap, (key, next(self.arrivals), node))
 
     def __len__(self) -> int:
         return len(self.heap)
 
 
 def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
-         records: bool = True) -> Iterator[BackwardStep | None]:
+         records: bool = True, rank: dict | None = None) -> Iterator[BackwardStep | None]:
+    """The steps of backprop. With ``rank`` (a checked topological order: node ->
+    position) the ready node earliest in it runs next, which is that order itself."""
     buffers: dict[Any, list] = {}  # node -> the gradients arrived so far, one per output
-    ready = _ReadyQueue()
+    ready = _ReadyQueue(rank)
     heap, arrivals = ready.heap, ready.arrivals
     queued: set[int] = set()
     for node, nr, g in roots:
@@ -283,7 +411,8 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
                     buffers.pop(nxt)  # no gradient reached it: it has nothing to do
                     _release_unreached(nxt, deps, buffers, ready)
                 else:
-                    heappush(heap, (-nxt.sequence, next(arrivals), nxt))  # ready.push(nxt)
+                    heappush(heap, (-nxt.sequence if rank is None else rank[nxt],
+                                    next(arrivals), nxt))  # ready.push(nxt)
         yield BackwardStep(index, node, tuple(grads), tuple(grad_inputs), tuple(accumulated),
                            rule=node.rule, pending=len(heap)) if records else None
         index += 1
@@ -434,7 +563,7 @@ def _trim(node: Node, out: tuple) -> tuple:
     if len(out) > n_in and all(g is None for g in out[n_in:]):
         return out[:n_in]
     raise RuntimeError(
-        f"function {node.name()} returned {len(out)} gradients, but its forward took "
+        f"{_who(node)} returned {len(out)} gradients, but its forward took "
         f"{n_in} inputs: backward must return one gradient (or None) per input"
     )
 
@@ -443,13 +572,13 @@ def _validate(node: Node, i: int, g: Any) -> Any:
     """Gradient ``i`` as its input needs it: summed back to the input's shape, in its dtype."""
     if not isinstance(g, function.Tensor):
         raise TypeError(
-            f"function {node.name()} returned a {type(g).__name__} as gradient {i}: "
+            f"{_who(node)} returned a {type(g).__name__} as gradient {i}: "
             "gradients must be tensors (or None)"
         )
     shape, dtype, device = node.input_meta[i]
     if g.device is not device and g.device != device:
         raise RuntimeError(
-            f"function {node.name()} returned a gradient on {g.device} for input {i}, "
+            f"{_who(node)} returned a gradient on {g.device} for input {i}, "
             f"which lives on {device}"
         )
     if g._array.shape != shape:

@@ -12,9 +12,11 @@ from .core import (
     check_function, describe, expect_close, expect_equal, expect_true, numerical_gradient,
     to_numpy,
 )
+from .plugging import Part, PartError, parts, plug, plugged, plugged_parts, unplug
 
 __all__ = [
     "Case", "Feedback", "Mismatch", "Test", "check", "check_function", "describe",
     "expect_close", "expect_equal", "expect_true", "numerical_gradient", "to_numpy",
     "SOLVED", "NOT_SOLVED_YET", "WRONG", "ERROR",
+    "Part", "PartError", "parts", "plug", "plugged", "plugged_parts", "unplug",
 ]

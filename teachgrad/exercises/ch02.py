@@ -1,4 +1,5 @@
-"""Checkers for chapter 2, *Tensors and devices*: broadcasting and work that stays on the device."""
+"""Checkers for chapter 2, *Tensors and devices*: broadcasting, work that stays on the device,
+and broadcasting backwards (the learner's sum-to-shape, plugged into the engine)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -7,8 +8,9 @@ import numpy as np
 
 import teachgrad as tg
 
-from .core import (Feedback, Mismatch, Test, check, expect_close, expect_true, unseen_rng,
-                   watching_ops)
+from .building import plugged_workload, property_test, written_by_the_learner
+from .core import (Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy,
+                   unseen_rng, watching_ops)
 
 
 def check_broadcast_shape(broadcast_shape: Callable) -> Feedback:
@@ -164,3 +166,121 @@ def _expect_work_on_device(ops: list) -> None:
                 "somewhere else (numpy, or a cpu tensor) and only the result was copied in",
                 hint="x_gpu = x.to('cuda'), then (x_gpu - x_gpu.min()) / (x_gpu.max() - "
                      "x_gpu.min()): every step runs as a kernel on the device")
+
+
+# --- 2.4 broadcasting, backwards: sum-to-shape (plugged into autograd.sum_to_shape) -------------
+
+def _broadcast_case(strategies):
+    """(shape, grad shape, dtype, layout): an input's shape, a shape it broadcasts to (extra
+    leading dimensions, size-1 dimensions stretched), and how the gradient is laid out."""
+    sizes = strategies.integers(1, 4)
+
+    def grad_shape(shape):
+        stretched = strategies.tuples(*[strategies.integers(1, 4) if n == 1 else
+                                        strategies.just(n) for n in shape])
+        lead = strategies.lists(sizes, max_size=2).map(tuple)
+        return strategies.tuples(strategies.just(shape), strategies.tuples(lead, stretched).map(
+            lambda parts: parts[0] + parts[1]))
+
+    shapes = strategies.lists(strategies.sampled_from([1, 1, 2, 3, 4]), max_size=4).map(tuple)
+    return strategies.tuples(shapes.flatmap(grad_shape),
+                             strategies.sampled_from(["float64", "float32"]),
+                             strategies.sampled_from(["contiguous", "transposed", "expanded"]))
+
+
+def _gradient(grad_shape: tuple, shape: tuple, dtype: str, layout: str, seed: int) -> "tg.Tensor":
+    """A gradient of ``grad_shape``: a plain array, a transposed view, or an expanded one
+    (stride 0 along the stretched dimensions, as the gradient of an ``expand`` is)."""
+    rng = np.random.default_rng(seed)
+    if layout == "expanded":
+        small = tg.tensor(rng.normal(size=shape), dtype=getattr(tg, dtype))
+        return small.expand(grad_shape)
+    if layout == "transposed" and len(grad_shape) >= 2:
+        swapped = grad_shape[:-2] + (grad_shape[-1], grad_shape[-2])
+        return tg.tensor(rng.normal(size=swapped), dtype=getattr(tg, dtype)).mT
+    return tg.tensor(rng.normal(size=grad_shape), dtype=getattr(tg, dtype))
+
+
+def _sum_to_shape_mismatch(got, grad: np.ndarray, shape: tuple, what: str) -> None:
+    """Raise a Mismatch naming the slip when ``got`` is not ``grad`` summed to ``shape``."""
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + k for k, n in enumerate(shape)
+                                      if n == 1 and grad.shape[lead + k] != 1)
+    expected = grad.sum(axis=axes, keepdims=True).reshape(shape)
+    expect_true(isinstance(got, tg.Tensor), f"your function returned a {type(got).__name__} "
+                f"({what})", hint="return a teachgrad tensor: grad.sum(...) is one")
+    got_shape = tuple(got.shape)
+    if got_shape != shape:
+        if len(got_shape) > len(shape):
+            hint = "the leading dimensions broadcasting added must be summed away too"
+        elif len(got_shape) < len(shape):
+            hint = ("a dimension of size 1 disappeared: sum with keepdim=True, so a stretched "
+                    "dimension stays as size 1")
+        elif got_shape == grad.shape:
+            hint = "nothing was summed: broadcasting stretched some dimensions, sum over them"
+        else:
+            hint = "line the shapes up from the right, as broadcasting does"
+        raise Mismatch(f"wrong shape ({what}): expected {list(shape)}, got {list(got_shape)}",
+                       expected, got, hint)
+    expect_true(got.dtype == getattr(tg, str(grad.dtype)), f"the result is {got.dtype}, but "
+                f"the gradient was {grad.dtype} ({what})", hint="keep grad's dtype: "
+                "sum and reshape do; don't convert")
+    mean = grad.mean(axis=axes, keepdims=True).reshape(shape) if axes else expected
+    hint = ("sum, not mean: each stretched copy of the value contributed its own gradient"
+            if axes and np.allclose(to_numpy(got), mean) else
+            "sum over the leading dimensions broadcasting added, and over every dimension "
+            "where shape has 1 but grad has more")
+    expect_close(got, expected, what=f"summed gradient ({what})", hint=hint,
+                 rtol=1e-5 if grad.dtype == np.float32 else 1e-10, atol=1e-6)
+
+
+def check_sum_to_shape(sum_to_shape: Callable) -> Feedback:
+    """Exercise 2.4: a broadcast gradient summed back to its input's shape, then the
+    engine's backward and gradcheck run with it."""
+    def on(shape: tuple, grad_shape: tuple, dtype: str = "float64",
+           layout: str = "contiguous", seed: int = 0) -> None:
+        grad = _gradient(grad_shape, shape, dtype, layout, seed)
+        with written_by_the_learner("autograd.sum_to_shape", "sum_to_shape"):
+            got = sum_to_shape(grad, shape)
+        _sum_to_shape_mismatch(got, grad.numpy(), shape, f"grad of shape {list(grad_shape)}, "
+                               f"{dtype}, {layout}, summed to shape {list(shape)}")
+
+    def shown() -> None:
+        on((1, 2), (2, 2))   # column means, subtracted from every row
+        on((3, 1), (3, 4))   # the column of section 2.3
+        on((4,), (3, 4))     # its row
+
+    def random(case) -> None:
+        (shape, grad_shape), dtype, layout = case
+        on(shape, grad_shape, dtype, layout, seed=len(shape) + 7 * len(grad_shape))
+
+    def engine_runs_it() -> None:
+        rng = np.random.default_rng(5)
+        column, row = rng.normal(size=(3, 1)), rng.normal(size=4)
+        x, W, b = rng.normal(size=(5, 3)), rng.normal(size=(3, 4)), rng.normal(size=4)
+
+        def grads() -> list:
+            leaves = [tg.tensor(v, requires_grad=True) for v in (column, row, x, W, b)]
+            c, r, xt, Wt, bt = leaves
+            loss = ((c + r) * (c - r)).sum() + ((xt @ Wt + bt).tanh() - xt.mean(dim=0, keepdim=True)
+                                                @ Wt).sum()
+            loss.backward()
+            return [leaf.grad.numpy() for leaf in leaves]
+
+        expected = grads()
+        with plugged_workload("autograd.sum_to_shape", sum_to_shape, "backward ran"):
+            for got, want, name in zip(grads(), expected, ("column", "row", "x", "W", "b")):
+                expect_close(got, want, what=f"{name}.grad with your sum_to_shape",
+                             rtol=1e-10, atol=1e-12)
+            inputs = (tg.tensor(column, requires_grad=True), tg.tensor(row, requires_grad=True))
+            expect_true(tg.autograd.gradcheck(lambda c, r: (c * r).tanh().sum(), inputs,
+                                              raise_exception=False),
+                        "gradcheck failed with your sum_to_shape plugged in")
+
+    tests = [Test("the shapes of section 2.3: (2, 2) -> (1, 2), (3, 4) -> (3, 1) and (4,)", shown),
+             property_test("random shapes, float32 and float64, transposed and expanded "
+                           "gradients", _broadcast_case, random, examples=60),
+             Test("backward and gradcheck through broadcasting ops, with yours plugged in",
+                  engine_runs_it)]
+    return check("2.4", tests, candidate=sum_to_shape,
+                 solved="the engine summed every broadcast gradient with your sum_to_shape.")

@@ -1,4 +1,5 @@
-"""Checkers for chapter 3, *Autograd*: gradients by hand, accumulation, a manual training loop."""
+"""Checkers for chapter 3, *Autograd*: gradients by hand, accumulation, a manual training loop,
+and backward's visiting order (the learner's, plugged into the engine)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -7,7 +8,8 @@ import numpy as np
 
 import teachgrad as tg
 
-from .core import (Feedback, Test, check, counting_backward, expect_close, expect_true,
+from .building import plugged_workload, property_test, written_by_the_learner
+from .core import (Feedback, Mismatch, Test, check, counting_backward, expect_close, expect_true,
                    numerical_gradient, to_numpy, unseen_rng)
 
 
@@ -164,3 +166,155 @@ def check_train_linear(train_linear: Callable) -> Feedback:
 
     return check("3.3", [make(*c) for c in cases], candidate=train_linear,
                  solved="you trained a model with nothing but backward() and no_grad updates.")
+
+
+# --- 3.4 the order backward visits nodes in (plugged into autograd.order) ---------------------
+
+#: The operations a random graph is made of: each takes one or two earlier values.
+_GRAPH_OPS = {
+    "add": lambda a, b: a + b, "mul": lambda a, b: a * b, "sub": lambda a, b: a - b,
+    "tanh": lambda a, b: a.tanh(), "scale": lambda a, b: a * 0.5,
+    "with a constant": lambda a, b: a * tg.tensor([1.0, -2.0, 0.5], dtype=tg.float64),
+}
+
+
+def _random_graph(strategies):
+    """A recipe for a graph: leaves, then operations on earlier values (reused freely,
+    constants among them), then a loss that adds several outputs up."""
+    op = strategies.tuples(strategies.sampled_from(sorted(_GRAPH_OPS)),
+                           strategies.integers(0, 10**6), strategies.integers(0, 10**6))
+    return strategies.tuples(strategies.integers(1, 4), strategies.lists(op, min_size=1, max_size=25),
+                             strategies.lists(strategies.integers(0, 10**6), min_size=1, max_size=3))
+
+
+def _build(recipe) -> tuple[list, "tg.Tensor"]:
+    """The leaves and the loss a recipe makes (seeded values, float64)."""
+    n_leaves, ops, outputs = recipe
+    rng = np.random.default_rng(n_leaves + len(ops))
+    leaves = [tg.tensor(rng.normal(size=3), requires_grad=True) for _ in range(n_leaves)]
+    values = list(leaves)
+    for name, i, j in ops:
+        values.append(_GRAPH_OPS[name](values[i % len(values)], values[j % len(values)]))
+    loss = sum(values[-1 - k % len(values)].sum() for k in outputs)
+    return leaves, loss
+
+
+def _describe(recipe) -> str:
+    """A recipe as code: ``v0, v1 = leaves; v2 = v0 * v1; ...; loss = v2.sum()``."""
+    n_leaves, ops, outputs = recipe
+    lines, count = [", ".join(f"v{i}" for i in range(n_leaves)) + " = leaves"], n_leaves
+    forms = {"add": "{a} + {b}", "mul": "{a} * {b}", "sub": "{a} - {b}", "tanh": "{a}.tanh()",
+             "scale": "{a} * 0.5", "with a constant": "{a} * constant"}
+    for name, i, j in ops:
+        lines.append(f"v{count} = " + forms[name].format(a=f"v{i % count}", b=f"v{j % count}"))
+        count += 1
+    lines.append("loss = " + " + ".join(f"v{count - 1 - k % count}.sum()" for k in outputs))
+    return "; ".join(lines)
+
+
+def _order_problem(order, root) -> Mismatch | None:
+    """What is wrong with ``order`` as backward's visiting order from ``root`` (None: nothing)."""
+    from ..autograd.engine import AccumulateGrad, Node, visiting_order
+    if not isinstance(order, (list, tuple)):
+        return Mismatch(f"your function returned a {type(order).__name__}, not a list of nodes",
+                        hint="collect the nodes in a list and return it", show_values=False)
+    for item in order:
+        if not isinstance(item, (Node, AccumulateGrad)):
+            hint = {tg.Tensor: "a tensor's node is tensor.grad_fn; walk node.next_functions",
+                    tuple: "next_functions holds (node, index) pairs: keep only the node",
+                    type(None): "skip the None entries of next_functions (inputs without a "
+                                "gradient)"}.get(type(item), "return graph nodes only")
+            return Mismatch(f"your list holds a {type(item).__name__}", hint=hint,
+                            show_values=False)
+    reachable = visiting_order(root)
+    names = {node: node.name() for node in reachable}
+    twice = [node for node in set(order) if order.count(node) > 1]
+    if twice:
+        return Mismatch(f"{names.get(twice[0], 'a node')} appears {order.count(twice[0])} times "
+                        "in your order", hint="a node used by several others is reached several "
+                        "times: remember the nodes you visited (a set) and skip them",
+                        show_values=False)
+    missing = [node for node in reachable if node not in order]
+    if missing:
+        leaves = all(type(n) is AccumulateGrad for n in missing) and not any(
+            type(n) is AccumulateGrad for n in order)
+        return Mismatch(f"your order leaves out {len(missing)} of the {len(reachable)} nodes "
+                        f"the root reaches, e.g. {names[missing[0]]}", hint=(
+                            "the leaves' AccumulateGrad nodes belong in the order too: backward "
+                            "stores .grad there" if leaves else "follow every edge of "
+                            "node.next_functions, not only the first"), show_values=False)
+    if len(order) != len(reachable):
+        return Mismatch("your order holds nodes the root does not reach",
+                        hint="start from root and walk node.next_functions only", show_values=False)
+    if order[0] is not root:
+        reversed_hint = order[-1] is root
+        return Mismatch(f"your order starts with {order[0].name()}, not with the root "
+                        f"({root.name()})", hint=(
+                            "your list ends with the root: a depth-first walk appends a node "
+                            "after its inputs, so reverse that list" if reversed_hint else
+                            "backward starts at the root: it comes first"), show_values=False)
+    position = {node: i for i, node in enumerate(order)}
+    for node in order:
+        for nxt, _ in node.next_functions:
+            if nxt is not None and position[nxt] < position[node]:
+                return Mismatch(
+                    f"your order visits {nxt.name()} (position {position[nxt]}) before "
+                    f"{node.name()} (position {position[node]}), which sends it a gradient",
+                    hint="a node may run only once every node that uses its value has sent "
+                         "its gradient; a breadth-first walk breaks this when a value is used "
+                         "twice at different depths: append each node after visiting all its "
+                         "inputs (depth first), then reverse the list", show_values=False)
+    return None
+
+
+def _expect_valid_order(topological_order: Callable, leaves: list, loss) -> list:
+    with written_by_the_learner("autograd.order", "topological_order"):
+        order = topological_order(loss.grad_fn)
+    problem = _order_problem(order, loss.grad_fn)
+    if problem is not None:
+        raise problem
+    return list(order)
+
+
+def check_topological_order(topological_order: Callable) -> Feedback:
+    """Exercise 3.4: backward's visiting order, then backward and the stepper run on it."""
+    def shown() -> None:  # the chapter's own graph
+        w, b = tg.tensor(2.0, requires_grad=True), tg.tensor(1.0, requires_grad=True)
+        _expect_valid_order(topological_order, [w, b], (w * 3.0 + b - 10.0) ** 2)
+
+    def random_graphs(recipe) -> None:
+        leaves, loss = _build(recipe)
+        try:
+            _expect_valid_order(topological_order, leaves, loss)
+        except Mismatch as mismatch:
+            mismatch.problem += f", on the graph {_describe(recipe)}"
+            raise
+
+    def engine_runs_it() -> None:
+        leaves, loss = _build((3, [("mul", 0, 1), ("add", 3, 2), ("tanh", 4, 0), ("mul", 5, 3),
+                                   ("with a constant", 6, 0), ("sub", 7, 4)], [0, 2]))
+        order = _expect_valid_order(topological_order, leaves, loss)
+        loss.backward(retain_graph=True)
+        expected = [leaf.grad.numpy().copy() for leaf in leaves]
+        for leaf in leaves:
+            leaf.grad = None
+        with plugged_workload("autograd.order", topological_order, "backward ran"):
+            steps = [step.node for step in tg.autograd.backward_steps(loss)]
+        expect_true(steps == order, "the stepper's steps did not follow your order",
+                    hint="return the same order each time you are called with the same root")
+        for leaf, grad in zip(leaves, expected):
+            expect_close(leaf.grad, grad, what="gradient of a leaf, with your order",
+                         rtol=1e-10, atol=1e-12)
+        x = tg.tensor(np.linspace(-1, 1, 4), requires_grad=True)
+        with plugged_workload("autograd.order", topological_order, "gradcheck ran"):
+            expect_true(tg.autograd.gradcheck(lambda t: (t * t.tanh() + t).sum(), (x,),
+                                              raise_exception=False),
+                        "gradcheck failed with your order plugged in")
+
+    tests = [Test("the chapter's graph: loss = (w·3 + b − 10)²", shown),
+             property_test("random graphs: values used twice, constants, several outputs",
+                           _random_graph, random_graphs),
+             Test("backward, the stepper and gradcheck with your order plugged in",
+                  engine_runs_it)]
+    return check("3.4", tests, candidate=topological_order,
+                 solved="backward, the stepper and gradcheck ran on your topological order.")

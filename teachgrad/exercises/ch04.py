@@ -209,3 +209,7 @@ def _expect_gradient_shapes(LinearFunction: type, out: tg.Tensor, weights: np.nd
                                  "the rows: grad.sum(dim=0)") if name == "b"
                            else "a gradient always has the shape of its input",
                            show_values=False)
+
+
+# Exercises 4.3 and 4.4 (the engine's own formulas, written by the learner) live beside.
+from .ch04_formulas import check_elementwise_backward, check_matmul_sum_backward  # noqa: E402,F401

@@ -1,4 +1,5 @@
-"""Checkers for chapter 5, *Modules and optimizers*: a module, a training epoch, accuracy."""
+"""Checkers for chapter 5, *Modules and optimizers*: a module, a training epoch, accuracy, and
+the optimizers' own steps (SGD with momentum, Adam), plugged into tg.optim."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -9,6 +10,7 @@ import teachgrad as tg
 from teachgrad import nn, optim
 from teachgrad.data import DataLoader, TensorDataset, make_moons
 
+from .building import plugged_workload, property_test, written_by_the_learner
 from .core import (Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy,
                    unseen_rng)
 
@@ -161,3 +163,204 @@ def check_accuracy(accuracy: Callable) -> Feedback:
 
     return check("5.3", [make(*c) for c in cases], candidate=accuracy,
                  solved="you can measure how often the model is right.")
+
+
+# --- 5.4 and 5.5: an optimizer's step, plugged into optim.sgd_step / optim.adam_step ---------
+
+def _sgd_trajectory(params: list, grads: list, lr: float, momentum: float, slip: str = "") -> list:
+    """Each parameter after SGD with momentum over ``grads`` (numpy); ``slip`` replays a
+    usual mistake: "ema", "not kept", "twice", "ascent"."""
+    params, buffers = [p.copy() for p in params], [None] * len(params)
+    for step_grads in grads:
+        for i, g in enumerate(step_grads):
+            b = buffers[i]
+            if slip == "ema":
+                b = g.copy() if b is None else momentum * b + (1 - momentum) * g
+            else:
+                b = g.copy() if b is None or slip == "not kept" else momentum * b + g
+            buffers[i] = b
+            update = g + momentum * b if slip == "twice" else b
+            params[i] = params[i] + lr * update if slip == "ascent" else params[i] - lr * update
+    return params
+
+
+def _adam_trajectory(params: list, grads: list, lr: float, betas: tuple, eps: float,
+                     slip: str = "") -> list:
+    """Each parameter after Adam over ``grads`` (numpy); ``slip`` replays a usual mistake:
+    "no bias correction", "eps inside the root", "step not kept", "no square"."""
+    beta1, beta2 = betas
+    params = [p.copy() for p in params]
+    m, v = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
+    with np.errstate(all="ignore"):  # (a slip can take the root of a negative number)
+        return _adam_steps(params, grads, lr, betas, eps, slip, m, v)
+
+
+def _adam_steps(params: list, grads: list, lr: float, betas: tuple, eps: float, slip: str,
+                m: list, v: list) -> list:
+    beta1, beta2 = betas
+    for t, step_grads in enumerate(grads, start=1):
+        t = 1 if slip == "step not kept" else t - 1 if slip == "step from 0" else t
+        for i, g in enumerate(step_grads):
+            m[i] = beta1 * m[i] + (1 - beta1) * g
+            v[i] = beta2 * v[i] + (1 - beta2) * (g if slip == "no square" else g * g)
+            m_hat, v_hat = m[i] / (1 - beta1**t), v[i] / (1 - beta2**t)
+            if slip == "no bias correction":
+                m_hat, v_hat = m[i], v[i]
+            root = np.sqrt(v_hat + eps) if slip == "eps inside the root" else np.sqrt(v_hat) + eps
+            params[i] = params[i] - lr * m_hat / root
+    return params
+
+
+_SLIP_HINTS = {
+    "ema": "PyTorch's momentum adds the whole gradient: b ← momentum·b + g, not "
+           "momentum·b + (1 − momentum)·g",
+    "not kept": "the buffer must survive between steps: store it in state "
+                "(state['momentum_buffer'] = b) and read it back next time",
+    "twice": "momentum enters once: θ ← θ − lr·b (adding momentum·b to g again is Nesterov's "
+             "variant, not this one)",
+    "ascent": "the sign: step against the gradient, θ ← θ − lr·b",
+    "no bias correction": "bias correction is missing: divide m by (1 − β1ᵗ) and v by "
+                          "(1 − β2ᵗ), with t the step number (1 at the first step)",
+    "eps inside the root": "eps goes outside the square root: √v̂ + eps",
+    "step not kept": "count the steps in state['step'] (1, 2, 3, ...): the bias correction "
+                     "depends on it",
+    "no square": "the second moment averages g², not g",
+    "step from 0": "the first step is t = 1: with t = 0, 1 − β1ᵗ is 0 and the bias correction "
+                   "divides by zero (increment state['step'] before using it)",
+}
+
+
+def _step_case(strategies):
+    """(number of parameters, shape, dtype, steps, lr, momentum or betas)."""
+    shape = strategies.lists(strategies.integers(1, 4), max_size=3).map(tuple)
+    return strategies.tuples(strategies.integers(1, 2), shape,
+                             strategies.sampled_from(["float64", "float32"]),
+                             strategies.integers(1, 5), strategies.sampled_from([0.5, 0.1, 0.01]),
+                             strategies.sampled_from([0.0, 0.5, 0.9, 0.99]))
+
+
+def _run_steps(step: Callable, case: tuple, group: dict) -> tuple[list, list, list]:
+    """Run ``step`` on the case's parameters and gradients as an optimizer would; returns
+    the starting parameters, the gradients and the parameters after the learner's steps."""
+    n_params, shape, dtype, n_steps, _, _ = case
+    rng = np.random.default_rng(len(str(case)))
+    start = [rng.normal(size=shape) for _ in range(n_params)]
+    grads = [[rng.normal(size=shape) for _ in range(n_params)] for _ in range(n_steps)]
+    params = [tg.tensor(p, dtype=getattr(tg, dtype)) for p in start]
+    states: list[dict] = [{} for _ in params]
+    part = "optim.adam_step" if "betas" in group else "optim.sgd_step"
+    with tg.no_grad(), np.errstate(all="ignore"):
+        for step_grads in grads:
+            for i, g in enumerate(step_grads):
+                with written_by_the_learner(part, "step"):
+                    new = step(params[i], tg.tensor(g, dtype=getattr(tg, dtype)), states[i],
+                               group)
+                expect_true(isinstance(new, tg.Tensor) and tuple(new.shape) == shape,
+                            f"your step returned {type(new).__name__ if not isinstance(new, tg.Tensor) else 'shape ' + str(list(new.shape))}"
+                            f" for a parameter of shape {list(shape)}",
+                            hint="return the parameter's new value, a tensor shaped like param")
+                params[i] = new.detach().clone()
+    return start, grads, [to_numpy(p).astype(np.float64) for p in params]
+
+
+def _expect_same_again(step: Callable, case: tuple, group: dict, got: list, kept: str) -> None:
+    """The same steps again from fresh states give the same parameters: nothing is kept
+    outside ``state`` (a global buffer would mix parameters and runs)."""
+    again = _run_steps(step, case, group)[2]
+    expect_true(all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got, again)),
+                "the same steps from the same start gave different parameters the second time",
+                hint=f"keep the {kept} in state (one dict per parameter, empty at the first "
+                     "step), not in a variable outside the function")
+
+
+def _expect_trajectory(got: list, expected: list, slips: dict, described: str,
+                       hint: str, dtype: str) -> None:
+    tolerance = 2e-4 if dtype == "float32" else 1e-9
+    def close(a: list, b: list) -> bool:
+        return all(np.allclose(x, y, rtol=tolerance, atol=tolerance, equal_nan=True)
+                   for x, y in zip(a, b))
+
+    for slip, replay in slips.items():
+        if not close(got, expected) and close(got, replay):
+            hint = _SLIP_HINTS[slip]
+            break
+    for i, (g, e) in enumerate(zip(got, expected)):
+        expect_close(g, e, what=f"parameter {i} after {described}", hint=hint,
+                     rtol=tolerance, atol=tolerance)
+
+
+def _trains_the_chapters_model(part: str, step: Callable, make_optimizer: Callable) -> Test:
+    """The chapter's model trained with the learner's step plugged in, against the engine's."""
+    def run() -> None:
+        def train() -> list:
+            model, loader = _tiny_problem()
+            optimizer = make_optimizer(model.parameters())
+            for _ in range(3):
+                _reference_epoch(model, loader, nn.CrossEntropyLoss(), optimizer)
+            return [to_numpy(p).astype(np.float64) for p in model.parameters()]
+
+        expected = train()
+        with plugged_workload(part, step, "the model trained") as plugged_part:
+            got = train()
+        expect_true(plugged_part.calls == 3 * 3 * 4, f"the optimizer called your step "
+                    f"{plugged_part.calls} times in 9 steps of a model with 4 parameters (36 "
+                    "expected)", hint="one call per parameter per step")
+        for i, (g, e) in enumerate(zip(got, expected)):
+            expect_close(g, e, what=f"parameter {i} after 3 epochs with your step",
+                         rtol=1e-4, atol=1e-5)
+    return Test(f"the chapter's model, trained for 3 epochs with {part} plugged in", run)
+
+
+def _step_tests(random: Callable, shown: str, varied: str, part: str, step: Callable,
+                make_optimizer: Callable) -> list[Test]:
+    """The case the chapter shows, random ones, then the chapter's model trained with it."""
+    return [Test(f"3 steps of one parameter of shape (2,), lr=0.1, {shown}",
+                 lambda: random((1, (2,), "float64", 3, 0.1, 0.9))),
+            property_test(f"random shapes, steps, learning rates and {varied}, two parameters "
+                          "at once", _step_case, random),
+            _trains_the_chapters_model(part, step, make_optimizer)]
+
+
+def check_sgd_momentum_step(sgd_momentum_step: Callable) -> Feedback:
+    """Exercise 5.4: SGD with momentum, one parameter's update; then the model trains with it."""
+    def random(case: tuple) -> None:
+        lr, momentum, dtype = case[4], case[5], case[2]
+        group = dict(lr=lr, momentum=momentum, dampening=0.0, weight_decay=0.0,
+                     nesterov=False, maximize=False)
+        start, grads, got = _run_steps(sgd_momentum_step, case, group)
+        _expect_same_again(sgd_momentum_step, case, group, got, "momentum buffer")
+        slips = {slip: _sgd_trajectory(start, grads, lr, momentum, slip) for slip in
+                 ("ema", "not kept", "twice", "ascent")}
+        _expect_trajectory(got, _sgd_trajectory(start, grads, lr, momentum), slips,
+                           f"{len(grads)} step(s), lr={lr}, momentum={momentum}",
+                           "b ← g at the first step, then b ← momentum·b + g; θ ← θ − lr·b",
+                           dtype)
+
+    tests = _step_tests(random, "momentum=0.9", "momenta", "optim.sgd_step", sgd_momentum_step,
+                        lambda p: optim.SGD(p, lr=0.5, momentum=0.9))
+    return check("5.4", tests, candidate=sgd_momentum_step,
+                 solved="tg.optim.SGD trained the chapter's model with your momentum step.")
+
+
+def check_adam_step(adam_step: Callable) -> Feedback:
+    """Exercise 5.5: Adam's update for one parameter; then the model trains with it."""
+    def random(case: tuple) -> None:
+        lr, dtype = case[4], case[2]
+        betas = (0.9, 0.999) if case[5] in (0.0, 0.9) else (case[5], 0.99)
+        group = dict(lr=lr, betas=betas, eps=1e-8, weight_decay=0.0, amsgrad=False,
+                     maximize=False)
+        start, grads, got = _run_steps(adam_step, case, group)
+        _expect_same_again(adam_step, case, group, got, "step count and moments")
+        slips = {slip: _adam_trajectory(start, grads, lr, betas, 1e-8, slip) for slip in
+                 ("no bias correction", "eps inside the root", "step not kept", "no square",
+                  "step from 0")}
+        _expect_trajectory(got, _adam_trajectory(start, grads, lr, betas, 1e-8), slips,
+                           f"{len(grads)} step(s), lr={lr}, betas={betas}",
+                           "m ← β1·m + (1 − β1)·g; v ← β2·v + (1 − β2)·g²; "
+                           "θ ← θ − lr·m̂/(√v̂ + eps) with m̂ = m/(1 − β1ᵗ), v̂ = v/(1 − β2ᵗ)",
+                           dtype)
+
+    tests = _step_tests(random, "betas=(0.9, 0.999)", "betas", "optim.adam_step", adam_step,
+                        lambda p: optim.Adam(p, lr=0.05))
+    return check("5.5", tests, candidate=adam_step,
+                 solved="tg.optim.Adam trained the chapter's model with your Adam step.")

@@ -21,7 +21,8 @@ import math
 import teachgrad as tg
 from teachgrad.tensor import Tensor
 
-from .optimizer import Group, Optimizer, ParamsT, State, check_non_negative, check_options
+from .optimizer import (Group, Optimizer, ParamsT, State, check_non_negative, check_options,
+                        declare_step, run_plugged_step)
 
 
 class Adam(Optimizer):
@@ -47,44 +48,57 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def update_parameter(self, param: Tensor, grad: Tensor, state: State, group: Group) -> None:
-        beta1, beta2 = group["betas"]
-        lr, weight_decay = group["lr"], group["weight_decay"]
-        if not state:  # first step: both moments start at zero
-            state["step"] = 0
-            state["exp_avg"] = tg.zeros_like(param)
-            state["exp_avg_sq"] = tg.zeros_like(param)
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = tg.zeros_like(param)
-        state["step"] += 1
-        step = state["step"]
-
-        if group["maximize"]:
-            grad = -grad
-        if weight_decay != 0:
-            if self.decoupled_weight_decay:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad + weight_decay * param
-
-        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        # m ← β1·m + (1 − β1)·g is a step from m toward g: m.lerp_(g, 1 − β1). lerp_, addcmul_
-        # and addcdiv_ each do two operations in one call, in place, as in PyTorch's Adam
-        # (one pass over memory each, for large arrays: backends/pointwise_loops.py).
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-
-        # Bias correction: m and v are averages that started at 0, so early on they
-        # underestimate; dividing by (1 - beta^t) undoes that.
-        bias_correction1 = 1 - beta1**step
-        bias_correction2_sqrt = math.sqrt(1 - beta2**step)
-        if group["amsgrad"]:
-            max_exp_avg_sq = state["max_exp_avg_sq"]
-            max_exp_avg_sq.copy_(tg.maximum(max_exp_avg_sq, exp_avg_sq))
-            second_moment = max_exp_avg_sq
+        if self.decoupled_weight_decay or ADAM_STEP.fn is None:  # (AdamW: always its own)
+            adam_step(param, grad, state, group, self.decoupled_weight_decay)
         else:
-            second_moment = exp_avg_sq
-        denominator = second_moment.sqrt().div_(bias_correction2_sqrt).add_(group["eps"])
-        param.addcdiv_(exp_avg, denominator, value=-lr / bias_correction1)  # θ ← θ − lr·m̂/(√v̂ + eps)
+            run_plugged_step(ADAM_STEP, param, grad, state, group)
+
+
+def adam_step(param: Tensor, grad: Tensor, state: State, group: Group,
+              decoupled_weight_decay: bool = False) -> Tensor:
+    """One Adam update of ``param`` (in place), keeping step, moments in ``state``;
+    returns ``param`` (the ``optim.adam_step`` part's own implementation)."""
+    beta1, beta2 = group["betas"]
+    lr, weight_decay = group["lr"], group["weight_decay"]
+    if not state:  # first step: both moments start at zero
+        state["step"] = 0
+        state["exp_avg"] = tg.zeros_like(param)
+        state["exp_avg_sq"] = tg.zeros_like(param)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = tg.zeros_like(param)
+    state["step"] += 1
+    step = state["step"]
+
+    if group["maximize"]:
+        grad = -grad
+    if weight_decay != 0:
+        if decoupled_weight_decay:
+            param.mul_(1 - lr * weight_decay)
+        else:
+            grad = grad + weight_decay * param
+
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    # m ← β1·m + (1 − β1)·g is a step from m toward g: m.lerp_(g, 1 − β1). lerp_, addcmul_
+    # and addcdiv_ each do two operations in one call, in place, as in PyTorch's Adam
+    # (one pass over memory each, for large arrays: backends/pointwise_loops.py).
+    exp_avg.lerp_(grad, 1 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+
+    # Bias correction: m and v are averages that started at 0, so early on they
+    # underestimate; dividing by (1 - beta^t) undoes that.
+    bias_correction1 = 1 - beta1**step
+    bias_correction2_sqrt = math.sqrt(1 - beta2**step)
+    if group["amsgrad"]:
+        max_exp_avg_sq = state["max_exp_avg_sq"]
+        max_exp_avg_sq.copy_(tg.maximum(max_exp_avg_sq, exp_avg_sq))
+        second_moment = max_exp_avg_sq
+    else:
+        second_moment = exp_avg_sq
+    denominator = second_moment.sqrt().div_(bias_correction2_sqrt).add_(group["eps"])
+    return param.addcdiv_(exp_avg, denominator, value=-lr / bias_correction1)  # θ ← θ − lr·m̂/(√v̂ + eps)
+
+
+ADAM_STEP = declare_step("optim.adam_step", adam_step, "step, exp_avg, exp_avg_sq")
 
 
 class AdamW(Adam):

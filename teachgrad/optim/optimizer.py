@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 import teachgrad as tg
+from teachgrad.autograd import parts
 from teachgrad.nn.parameter import forget_grads
 from teachgrad.tensor import Tensor
 
@@ -219,3 +220,33 @@ def check_non_negative(name: str, value: float) -> None:
     """The constructor check every optimizer shares: ``Invalid learning rate: -1``."""
     if not value >= 0.0:
         raise ValueError(f"Invalid {name}: {value} (it must be >= 0)")
+
+
+# --- an optimizer's update as a replaceable part (tg.exercises.plug("optim.sgd_step", ...)) --
+
+def declare_step(name: str, engine: Callable, state_keys: str) -> parts.Part:
+    """Declare the per-parameter update ``engine`` of an optimizer as the part ``name``."""
+    return parts.declare(
+        name, engine=engine,
+        receives=f"(param, grad, state, group): the parameter, its gradient, its state dict "
+                 f"(empty at the first step; keep {state_keys} there) and its group's "
+                 "hyperparameters (group['lr'] ...), under no_grad",
+        returns="the parameter's new value: a tensor shaped like param, of its dtype and "
+                "device (or param itself, updated in place); the optimizer writes it into param")
+
+
+def run_plugged_step(part: parts.Part, param: Tensor, grad: Tensor, state: State,
+                     group: Group) -> None:
+    """Run the learner's update for one parameter, check it, and write it into ``param``."""
+    new = part.call(param, grad, state, group)
+    if not isinstance(new, Tensor):
+        raise part.reject(f"a {type(new).__name__}" + (
+            " (did you update param in place and forget to return it?)" if new is None else ""),
+            f"a tensor of shape {list(param.shape)}")
+    if new.shape != param.shape or new.dtype is not param.dtype or new.device != param.device:
+        raise part.reject(f"a {new.dtype} tensor of shape {list(new.shape)} on {new.device}",
+                          f"{param.dtype}, shape {list(param.shape)}, on {param.device}, "
+                          "as the parameter")
+    if new is not param:
+        param.copy_(new)
+

@@ -16,7 +16,8 @@ from typing import Any
 
 from teachgrad.tensor import Tensor
 
-from .optimizer import Group, Optimizer, ParamsT, State, check_non_negative, check_options
+from .optimizer import (Group, Optimizer, ParamsT, State, check_non_negative, check_options,
+                        declare_step, run_plugged_step)
 
 
 class SGD(Optimizer):
@@ -38,18 +39,30 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def update_parameter(self, param: Tensor, grad: Tensor, state: State, group: Group) -> None:
-        momentum = group["momentum"]
-        if group["maximize"]:
-            grad = -grad  # climb instead of descend
-        if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * param  # gradient of (wd/2)·|θ|²
-        if momentum != 0:
-            buffer = state.get("momentum_buffer")
-            if buffer is None:
-                buffer = grad.detach().clone()
-                state["momentum_buffer"] = buffer
-            else:
-                buffer.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
-            # Nesterov looks one momentum step ahead.
-            grad = grad + momentum * buffer if group["nesterov"] else buffer
-        param.add_(grad, alpha=-group["lr"])
+        if SGD_STEP.fn is None:
+            sgd_step(param, grad, state, group)
+        else:
+            run_plugged_step(SGD_STEP, param, grad, state, group)
+
+
+def sgd_step(param: Tensor, grad: Tensor, state: State, group: Group) -> Tensor:
+    """One SGD update of ``param`` (in place), keeping its momentum buffer in ``state``;
+    returns ``param`` (the ``optim.sgd_step`` part's own implementation)."""
+    momentum = group["momentum"]
+    if group["maximize"]:
+        grad = -grad  # climb instead of descend
+    if group["weight_decay"] != 0:
+        grad = grad + group["weight_decay"] * param  # gradient of (wd/2)·|θ|²
+    if momentum != 0:
+        buffer = state.get("momentum_buffer")
+        if buffer is None:
+            buffer = grad.detach().clone()
+            state["momentum_buffer"] = buffer
+        else:
+            buffer.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
+        # Nesterov looks one momentum step ahead.
+        grad = grad + momentum * buffer if group["nesterov"] else buffer
+    return param.add_(grad, alpha=-group["lr"])
+
+
+SGD_STEP = declare_step("optim.sgd_step", sgd_step, "momentum_buffer")

@@ -1,0 +1,76 @@
+"""Your code inside the engine: plug a function of yours into one of teachgrad's parts.
+
+    import teachgrad as tg
+
+    def my_order(root):                        # your topological sort
+        ...
+    tg.exercises.plug("autograd.order", my_order)   # from now on, every backward uses it
+    loss.backward()                                 # ... runs nodes in your order
+    tg.exercises.unplug("autograd.order")           # the engine's own order again
+
+    with tg.exercises.plugged("backward:Mul", my_mul_backward):
+        tg.autograd.gradcheck(lambda a, b: a * b, (a, b))   # checks *your* formula
+
+While a part is yours, everything built on it runs on it: ``backward()``, the
+stepper (``tg.autograd.backward_steps``), ``gradcheck``, a training loop. If your
+function raises, the error names the part and your line; if it returns something
+the engine cannot use, the error says what was expected.
+
+The parts (``tg.exercises.parts()`` lists them with what each receives and returns):
+
+- ``autograd.order``: ``order(root) -> [nodes]``, the order backward visits nodes in.
+- ``autograd.sum_to_shape``: ``sum_to_shape(grad, shape) -> tensor``, how a broadcast
+  gradient is summed back to its input's shape.
+- ``backward:<Op>`` (``backward:Mul``, ``backward:Div``, ``backward:MatMul``,
+  ``backward:Sum`` ...): ``backward(ctx, grad) -> gradients``, one operation's formula.
+- ``optim.sgd_step`` / ``optim.adam_step``: ``step(param, grad, state, group) -> new
+  param``, the update ``tg.optim.SGD`` / ``tg.optim.Adam`` make to each parameter.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..autograd import parts as _parts
+from ..autograd.parts import Part, PartError
+
+
+def _declare_all() -> None:
+    """Import the modules that declare parts, so every part can be named."""
+    from .. import nn, optim  # noqa: F401  (optim declares its steps; nn, its operations)
+
+
+def plug(part: str, fn: Callable) -> Part:
+    """From now on, the engine runs ``fn`` as its part ``part`` (until :func:`unplug`).
+
+    Returns the :class:`~teachgrad.autograd.parts.Part`; ``part.calls`` counts how
+    often your function ran since.
+    """
+    _declare_all()
+    return _parts.plug(part, fn)
+
+
+def unplug(part: str | None = None) -> None:
+    """Give the engine its own ``part`` back (every plugged part when ``part`` is None)."""
+    _declare_all()
+    for name in [part] if part is not None else list(_parts.plugged_parts()):
+        _parts.unplug(name)
+
+
+def plugged(part: str, fn: Callable) -> Any:
+    """``with tg.exercises.plugged(part, fn): ...``: ``fn`` is the part inside the block only."""
+    _declare_all()
+    return _parts.plugged(part, fn)
+
+
+def parts() -> dict[str, Part]:
+    """Every part you can plug into, by name (``backward:<Op>`` stands for any operation)."""
+    _declare_all()
+    return {name: _parts._PARTS[name] for name in _parts.names() if name in _parts._PARTS}
+
+
+def plugged_parts() -> dict[str, Callable]:
+    """The parts that run your code now: name -> your function."""
+    return _parts.plugged_parts()
+
+
+__all__ = ["Part", "PartError", "parts", "plug", "plugged", "plugged_parts", "unplug"]
