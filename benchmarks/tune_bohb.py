@@ -1,0 +1,88 @@
+"""BOHB against Hyperband on chapter 13's objective, same schedule, over several seeds.
+
+Both run Hyperband's brackets for the same ``max_budget`` and ``eta`` (so the same
+total budget, unless a bracket ends early because all its trials failed); BOHB draws
+its configurations from a kernel-density model once a budget has enough results.
+Each seed is given to both: until BOHB has a model it draws exactly Hyperband's
+configurations, so the first bracket is shared and the comparison is paired. The
+objective is ``teachgrad.tune.objectives.spirals_objective`` (an MLP on the spirals)
+over the chapter's space (learning rate, width, weight decay).
+
+    PYTHONPATH=. python benchmarks/tune_bohb.py [--seeds 7] [--workers 2]
+        [--max-budget 27] [--steps-per-budget 15] [--out results/tune_bohb.json]
+
+Numbers reported per method: the median, min and max over seeds of the best
+validation loss (at the largest budget reached), the total budget and the wall time.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from common import RESULTS, header, save
+
+from teachgrad import tune
+from teachgrad.tune.objectives import spirals_objective
+
+SPACE = {
+    "lr": tune.loguniform(1e-3, 3.0),
+    "width": tune.choice([8, 16, 32]),
+    "weight_decay": tune.loguniform(1e-6, 1e-2),
+}
+ETA = 3
+METHODS = {"hyperband": tune.hyperband, "bohb": tune.bohb}
+
+
+def run_one(method: str, space: dict, max_budget: int, workers: int, seed: int) -> dict:
+    start = time.perf_counter()
+    result = METHODS[method](spirals_objective, space, max_budget, ETA, max_workers=workers, seed=seed)
+    return {"best_loss": result.best_loss, "best_config": result.best_config,
+            "total_budget": result.total_budget, "trials": len(result.trials),
+            "configs": len({t.config_id for t in result.trials}),
+            "model_based_configs": len({t.config_id for t in result.trials if t.model_based}),
+            "failed": len(result.failed), "wall_s": time.perf_counter() - start}
+
+
+def spread(values: list[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=7)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--max-budget", type=int, default=27)
+    parser.add_argument("--steps-per-budget", type=int, default=15,
+                        help="SGD steps in one unit of budget (max_budget x this = one full training)")
+    parser.add_argument("--out", default=str(RESULTS / "tune_bohb.json"))
+    args = parser.parse_args(argv)
+    space = dict(SPACE, steps_per_budget=args.steps_per_budget)
+
+    result = {"header": header(None), "max_budget": args.max_budget, "eta": ETA,
+              "steps_per_budget": args.steps_per_budget, "workers": args.workers,
+              "threads_per_worker": 1, "space": {k: repr(v) for k, v in space.items()}, "runs": []}
+    for seed in range(args.seeds):
+        run = {"seed": seed}
+        for method in METHODS:
+            run[method] = run_one(method, space, args.max_budget, args.workers, seed)
+        run["loss_ratio"] = run["bohb"]["best_loss"] / run["hyperband"]["best_loss"]
+        result["runs"].append(run)
+        print(f"seed {seed}: " + " | ".join(
+            f"{m} {run[m]['best_loss']:.4f} ({run[m]['total_budget']:g} units, "
+            f"{run[m]['wall_s']:.0f} s)" for m in METHODS) + f" | ratio {run['loss_ratio']:.3f}",
+            flush=True)
+    summary = {m: {"best_loss": spread([r[m]["best_loss"] for r in result["runs"]]),
+                   "total_budget": spread([r[m]["total_budget"] for r in result["runs"]]),
+                   "wall_s": spread([r[m]["wall_s"] for r in result["runs"]])} for m in METHODS}
+    ratios = [r["loss_ratio"] for r in result["runs"]]
+    summary["loss_ratio_bohb_over_hyperband"] = spread(ratios)
+    summary["seeds_bohb_better"] = sum(r < 1 for r in ratios)
+    result["summary"] = summary
+    print(summary)
+    save(result, Path(args.out))
+
+
+if __name__ == "__main__":
+    main()
