@@ -21,7 +21,7 @@ Trials run on any ``concurrent.futures.Executor`` (``executor=``): by default a
 local process pool; for more than one machine, a Dask cluster's
 ``client.get_executor()``.
 """
-from .bohb import BOHBSettings, bohb
+from .bohb_search import BOHBSettings, bohb
 from .cluster import local_dask_client
 from .schedule import Rung, hyperband_schedule, successive_halving_schedule
 from .search import hyperband, random_search, successive_halving
