@@ -8,8 +8,15 @@ configurations, so the first bracket is shared and the comparison is paired. The
 objective is ``teachgrad.tune.objectives.spirals_objective`` (an MLP on the spirals)
 over the chapter's space (learning rate, width, weight decay).
 
-    PYTHONPATH=. python benchmarks/tune_bohb.py [--seeds 7] [--workers 2]
-        [--max-budget 27] [--steps-per-budget 15] [--out results/tune_bohb.json]
+    PYTHONPATH=. python benchmarks/tune_bohb.py [--seeds 8] [--workers 2]
+        [--max-budget 27] [--steps-per-budget 15] [--iterations 1] [--out results/tune_bohb.json]
+
+``--iterations N`` runs Hyperband's brackets N times over in both methods (the paper's
+BOHB keeps going; its model has more to learn from in later iterations). Hyperband
+repeated is ``tune.bohb(..., random_fraction=1)``: the same brackets, all random.
+
+Each setting (max budget, steps per budget unit) is stored under its own key,
+e.g. ``"R27_steps15"``, in the output file; other settings already there are kept.
 
 Numbers reported per method: the median, min and max over seeds of the best
 validation loss (at the largest budget reached), the total budget and the wall time.
@@ -17,11 +24,13 @@ validation loss (at the largest budget reached), the total budget and the wall t
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import time
 from pathlib import Path
 
-from common import RESULTS, header, save
+from common import RESULTS, header
 
 from teachgrad import tune
 from teachgrad.tune.objectives import spirals_objective
@@ -32,12 +41,26 @@ SPACE = {
     "weight_decay": tune.loguniform(1e-6, 1e-2),
 }
 ETA = 3
-METHODS = {"hyperband": tune.hyperband, "bohb": tune.bohb}
+METHODS = ("hyperband", "bohb")
 
 
-def run_one(method: str, space: dict, max_budget: int, workers: int, seed: int) -> dict:
+def search(method: str, space: dict, max_budget: int, iterations: int, workers: int,
+           seed: int) -> tune.SearchResult:
+    """One search. Hyperband run several times over is BOHB with ``random_fraction=1``: the
+    same brackets, every configuration drawn at random."""
+    common = dict(max_workers=workers, seed=seed)
+    if method == "bohb":
+        return tune.bohb(spirals_objective, space, max_budget, ETA, n_iterations=iterations, **common)
+    if iterations == 1:
+        return tune.hyperband(spirals_objective, space, max_budget, ETA, **common)
+    return tune.bohb(spirals_objective, space, max_budget, ETA, n_iterations=iterations,
+                     random_fraction=1.0, **common)
+
+
+def run_one(method: str, space: dict, max_budget: int, iterations: int, workers: int,
+            seed: int) -> dict:
     start = time.perf_counter()
-    result = METHODS[method](spirals_objective, space, max_budget, ETA, max_workers=workers, seed=seed)
+    result = search(method, space, max_budget, iterations, workers, seed)
     return {"best_loss": result.best_loss, "best_config": result.best_config,
             "total_budget": result.total_budget, "trials": len(result.trials),
             "configs": len({t.config_id for t in result.trials}),
@@ -51,22 +74,25 @@ def spread(values: list[float]) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, default=7)
+    parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-budget", type=int, default=27)
     parser.add_argument("--steps-per-budget", type=int, default=15,
                         help="SGD steps in one unit of budget (max_budget x this = one full training)")
+    parser.add_argument("--iterations", type=int, default=1,
+                        help="how many times each method runs Hyperband's brackets")
     parser.add_argument("--out", default=str(RESULTS / "tune_bohb.json"))
     args = parser.parse_args(argv)
     space = dict(SPACE, steps_per_budget=args.steps_per_budget)
 
     result = {"header": header(None), "max_budget": args.max_budget, "eta": ETA,
-              "steps_per_budget": args.steps_per_budget, "workers": args.workers,
+              "steps_per_budget": args.steps_per_budget, "iterations": args.iterations,
+              "workers": args.workers,
               "threads_per_worker": 1, "space": {k: repr(v) for k, v in space.items()}, "runs": []}
     for seed in range(args.seeds):
         run = {"seed": seed}
         for method in METHODS:
-            run[method] = run_one(method, space, args.max_budget, args.workers, seed)
+            run[method] = run_one(method, space, args.max_budget, args.iterations, args.workers, seed)
         run["loss_ratio"] = run["bohb"]["best_loss"] / run["hyperband"]["best_loss"]
         result["runs"].append(run)
         print(f"seed {seed}: " + " | ".join(
@@ -81,7 +107,19 @@ def main(argv: list[str] | None = None) -> None:
     summary["seeds_bohb_better"] = sum(r < 1 for r in ratios)
     result["summary"] = summary
     print(summary)
-    save(result, Path(args.out))
+    key = f"R{args.max_budget}_steps{args.steps_per_budget}"
+    save_setting(result, key + (f"_x{args.iterations}" if args.iterations > 1 else ""), Path(args.out))
+
+
+def save_setting(result: dict, key: str, path: Path) -> None:
+    """Store one setting's result under ``key`` in ``path``, keeping the other settings."""
+    stored = json.loads(path.read_text()) if path.exists() else {}
+    settings = stored.get("settings", {})
+    result["header"]["load_average_after"] = list(os.getloadavg())
+    settings[key] = result
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"settings": settings}, indent=2) + "\n")
+    print(f"wrote {key} to {path}")
 
 
 if __name__ == "__main__":
