@@ -50,7 +50,8 @@ def search(method: str, space: dict, max_budget: int, iterations: int, workers: 
     same brackets, every configuration drawn at random."""
     common = dict(max_workers=workers, seed=seed)
     if method == "bohb":
-        return tune.bohb(spirals_objective, space, max_budget, ETA, n_iterations=iterations, **common)
+        return tune.bohb(spirals_objective, space, max_budget, ETA, n_iterations=iterations,
+                         **common)
     if iterations == 1:
         return tune.hyperband(spirals_objective, space, max_budget, ETA, **common)
     return tune.bohb(spirals_objective, space, max_budget, ETA, n_iterations=iterations,
@@ -65,7 +66,20 @@ def run_one(method: str, space: dict, max_budget: int, iterations: int, workers:
             "total_budget": result.total_budget, "trials": len(result.trials),
             "configs": len({t.config_id for t in result.trials}),
             "model_based_configs": len({t.config_id for t in result.trials if t.model_based}),
-            "failed": len(result.failed), "wall_s": time.perf_counter() - start}
+            "failed": len(result.failed), "wall_s": time.perf_counter() - start,
+            "first_rung_median_loss": first_rung_losses(result)}
+
+
+def first_rung_losses(result: tune.SearchResult) -> dict:
+    """Median loss at the first rung of every bracket after the first (failed trials count as
+    inf), of the configurations the model proposed and of the random ones: does the model
+    propose better configurations than chance, on the same budgets?"""
+    out = {}
+    for label, flag in (("model_based", True), ("random", False)):
+        losses = [t.loss if t.status == "ok" else float("inf") for t in result.trials
+                  if t.bracket > 0 and t.rung == 0 and t.model_based == flag]
+        out[label] = statistics.median(losses) if losses else None
+    return out
 
 
 def spread(values: list[float]) -> dict:
@@ -78,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-budget", type=int, default=27)
     parser.add_argument("--steps-per-budget", type=int, default=15,
-                        help="SGD steps in one unit of budget (max_budget x this = one full training)")
+                        help="SGD steps in one unit of budget (max_budget x this: one training)")
     parser.add_argument("--iterations", type=int, default=1,
                         help="how many times each method runs Hyperband's brackets")
     parser.add_argument("--out", default=str(RESULTS / "tune_bohb.json"))
@@ -92,7 +106,8 @@ def main(argv: list[str] | None = None) -> None:
     for seed in range(args.seeds):
         run = {"seed": seed}
         for method in METHODS:
-            run[method] = run_one(method, space, args.max_budget, args.iterations, args.workers, seed)
+            run[method] = run_one(method, space, args.max_budget, args.iterations, args.workers,
+                                  seed)
         run["loss_ratio"] = run["bohb"]["best_loss"] / run["hyperband"]["best_loss"]
         result["runs"].append(run)
         print(f"seed {seed}: " + " | ".join(
@@ -108,7 +123,9 @@ def main(argv: list[str] | None = None) -> None:
     result["summary"] = summary
     print(summary)
     key = f"R{args.max_budget}_steps{args.steps_per_budget}"
-    save_setting(result, key + (f"_x{args.iterations}" if args.iterations > 1 else ""), Path(args.out))
+    if args.iterations > 1:
+        key += f"_x{args.iterations}"
+    save_setting(result, key, Path(args.out))
 
 
 def save_setting(result: dict, key: str, path: Path) -> None:

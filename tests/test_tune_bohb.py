@@ -70,7 +70,8 @@ def test_n_iterations_repeats_the_brackets(threads) -> None:
 
 def test_random_until_a_budget_has_n_min_plus_2_results(threads) -> None:
     # with a model that never gets enough points, BOHB draws exactly Hyperband's configurations
-    never = tune.bohb(noisy_bowl, SPACE_2D, 27, 3, min_points_in_model=1000, executor=threads, seed=3)
+    never = tune.bohb(noisy_bowl, SPACE_2D, 27, 3, min_points_in_model=1000, executor=threads,
+                      seed=3)
     hb = tune.hyperband(noisy_bowl, SPACE_2D, 27, 3, executor=threads, seed=3)
     assert [t.config for t in never.trials] == [t.config for t in hb.trials]
     assert not any(t.model_based for t in never.trials)
@@ -175,10 +176,11 @@ def test_the_proposal_maximises_l_over_g_among_the_candidates() -> None:
     assert candidates.shape == (64, 1) and np.all((candidates >= 0) & (candidates <= 1))
 
     def density(x, centres, h):  # the ratio computed from the formula, not from the model's code
-        return np.mean(np.exp(-0.5 * ((x - np.array(centres)) / h) ** 2) / (h * math.sqrt(2 * math.pi)))
+        gauss = np.exp(-0.5 * ((x - np.array(centres)) / h) ** 2) / (h * math.sqrt(2 * math.pi))
+        return np.mean(gauss)
 
-    ratio = [density(c, good_x, model.good.bandwidth[0]) / density(c, bad_x[3:] + bad_x[:3], model.bad.bandwidth[0])
-             for c in candidates[:, 0]]
+    h_good, h_bad = model.good.bandwidth[0], model.bad.bandwidth[0]
+    ratio = [density(c, good_x, h_good) / density(c, bad_x, h_bad) for c in candidates[:, 0]]
     # the bad KDE holds the worst max(N_min, N_b - N_l) = 6 points
     np.testing.assert_array_equal(np.sort(model.bad.data[:, 0]), sorted(bad_x))
     assert best[0] == candidates[int(np.argmax(ratio)), 0]
@@ -220,7 +222,8 @@ def test_encode_decode_every_kind_of_hyperparameter() -> None:
         c = tune.sample(MIXED, rng)
         back = decode(MIXED, encode(MIXED, c))
         assert back["width"] == c["width"] and back["layers"] == c["layers"]
-        assert back["lr"] == pytest.approx(c["lr"]) and back["dropout"] == pytest.approx(c["dropout"])
+        assert back["lr"] == pytest.approx(c["lr"])
+        assert back["dropout"] == pytest.approx(c["dropout"])
     # every integer owns an equal slice of [0, 1]
     layers = [decode(MIXED, np.array([0.5, 0, u, 0]))["layers"] for u in np.linspace(0, 1, 401)]
     assert [layers.count(k) for k in range(1, 5)] == [100, 100, 100, 101]

@@ -72,8 +72,8 @@ class BOHBSettings:
         n_min = d + 1 if self.min_points_in_model is None else self.min_points_in_model
         if isinstance(n_min, bool) or not isinstance(n_min, int) or n_min < d + 1:
             raise ValueError(f"min_points_in_model must be an int >= d + 1 = {d + 1} (the space "
-                             f"searches d = {d} hyperparameters), got {self.min_points_in_model!r}. "
-                             "Fix: leave it None for d + 1")
+                             f"searches d = {d} hyperparameters), got "
+                             f"{self.min_points_in_model!r}. Fix: leave it None for d + 1")
         _check_number("top_n_percent", self.top_n_percent, 0, 100, "between 0 and 100 (15: the "
                       "best 15% are 'good')", open_low=True, open_high=True)
         if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int) \
@@ -89,7 +89,9 @@ def _check_number(name: str, value: object, low: float, high: float, wanted: str
                   open_low: bool = False, open_high: bool = False) -> None:
     ok = not isinstance(value, bool) and isinstance(value, Real) and math.isfinite(value)
     if ok:
-        ok = (value > low if open_low else value >= low) and (value < high if open_high else value <= high)
+        above = value > low if open_low else value >= low
+        below = value < high if open_high else value <= high
+        ok = above and below
     if not ok:
         raise ValueError(f"{name} must be a number {wanted}, got {value!r}")
 
@@ -120,7 +122,8 @@ def model_budget(counts: dict[float, int], min_points: int) -> float | None:
     return max(enough) if enough else None
 
 
-def good_bad_split(losses: np.ndarray, min_points: int, top_n_percent: float) -> tuple[np.ndarray, np.ndarray]:
+def good_bad_split(losses: np.ndarray, min_points: int,
+                   top_n_percent: float) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the good (the best ``N_l``) and bad (the worst ``N_g``) observations;
     ties keep the earlier observation first."""
     n = len(losses)

@@ -143,7 +143,8 @@ def _truncated_normal(rng: np.random.Generator, mean: np.ndarray, scale: float) 
     return draws
 
 
-def _aitchison_aitken(rng: np.random.Generator, observed: np.ndarray, lam: float, c: int) -> np.ndarray:
+def _aitchison_aitken(rng: np.random.Generator, observed: np.ndarray, lam: float,
+                      c: int) -> np.ndarray:
     """Keep the observed option with probability 1 - λ, else one of the c - 1 others, uniformly."""
     observed = np.rint(observed).astype(int)
     if c == 1:
