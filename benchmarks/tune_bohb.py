@@ -6,10 +6,11 @@ its configurations from a kernel-density model once a budget has enough results.
 Each seed is given to both: until BOHB has a model it draws exactly Hyperband's
 configurations, so the first bracket is shared and the comparison is paired. The
 objective is ``teachgrad.tune.objectives.spirals_objective`` (an MLP on the spirals)
-over the chapter's space (learning rate, width, weight decay).
+over the chapter's space (learning rate, width, weight decay); the defaults are the
+chapter's own search (R = 27, eta = 3, 5 SGD steps per unit of budget).
 
     PYTHONPATH=. python benchmarks/tune_bohb.py [--seeds 8] [--workers 2]
-        [--max-budget 27] [--steps-per-budget 15] [--iterations 1] [--out results/tune_bohb.json]
+        [--max-budget 27] [--steps-per-budget 5] [--iterations 1] [--out results/tune_bohb.json]
 
 ``--iterations N`` runs Hyperband's brackets N times over in both methods (the paper's
 BOHB keeps going; its model has more to learn from in later iterations). Hyperband
@@ -33,7 +34,7 @@ from pathlib import Path
 from common import RESULTS, header
 
 from teachgrad import tune
-from teachgrad.tune.objectives import spirals_objective
+from teachgrad.tune.objectives import STEPS_PER_BUDGET, spirals_objective
 
 SPACE = {
     "lr": tune.loguniform(1e-3, 3.0),
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-budget", type=int, default=27)
-    parser.add_argument("--steps-per-budget", type=int, default=15,
+    parser.add_argument("--steps-per-budget", type=int, default=STEPS_PER_BUDGET,
                         help="SGD steps in one unit of budget (max_budget x this: one training)")
     parser.add_argument("--iterations", type=int, default=1,
                         help="how many times each method runs Hyperband's brackets")
