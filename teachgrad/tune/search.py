@@ -54,15 +54,19 @@ def random_search(objective: Callable, space: dict, n_trials: int, budget: float
     return result
 
 
-def _run_bracket(objective: Callable, space: dict, rungs: list[Rung], bracket: int,
-                 rng: np.random.Generator, pool: Executor, result: SearchResult, eta: int,
-                 timeout: float | None) -> None:
-    """One successive-halving bracket: evaluate a rung, promote the best 1/eta, repeat."""
+def _run_bracket(objective: Callable, configs: list[dict], rungs: list[Rung], bracket: int,
+                 pool: Executor, result: SearchResult, eta: int, timeout: float | None,
+                 model_based: list[bool] | None = None) -> None:
+    """One successive-halving bracket started from ``configs`` (``rungs[0].n`` of them):
+    evaluate a rung, promote the best 1/eta, repeat. ``model_based[k]`` marks the
+    configurations a model proposed (BOHB)."""
     first_id = len({t.config_id for t in result.trials})
-    alive = [(first_id + k, sample(space, rng)) for k in range(rungs[0].n)]
+    flags = model_based or [False] * len(configs)
+    alive = [(first_id + k, config, flag) for k, (config, flag) in enumerate(zip(configs, flags))]
     for i, rung in enumerate(rungs):
-        trials = [Trial(len(result.trials) + k, cid, config, rung.budget, bracket=bracket, rung=i)
-                  for k, (cid, config) in enumerate(alive)]
+        trials = [Trial(len(result.trials) + k, cid, config, rung.budget, bracket=bracket, rung=i,
+                        model_based=flag)
+                  for k, (cid, config, flag) in enumerate(alive)]
         run_trials(objective, trials, pool, timeout)
         result.trials += trials
         if i + 1 == len(rungs):
@@ -72,7 +76,7 @@ def _run_bracket(objective: Callable, space: dict, rungs: list[Rung], bracket: i
         keep = ok[: rung.n // eta]
         for t in keep:
             t.promoted = True
-        alive = [(t.config_id, t.config) for t in keep]
+        alive = [(t.config_id, t.config, t.model_based) for t in keep]
         if not alive:
             break
 
@@ -87,7 +91,8 @@ def successive_halving(objective: Callable, space: dict, n_configs: int, min_bud
     result, rng = _start("successive halving", objective, space, executor, seed, trial_timeout)
     result.schedule = [[(r.n, r.budget) for r in rungs]]
     with executor_or_default(executor, max_workers) as pool:
-        _run_bracket(objective, space, rungs, 0, rng, pool, result, eta, trial_timeout)
+        configs = [sample(space, rng) for _ in range(rungs[0].n)]
+        _run_bracket(objective, configs, rungs, 0, pool, result, eta, trial_timeout)
     return result
 
 
@@ -101,5 +106,6 @@ def hyperband(objective: Callable, space: dict, max_budget: float, eta: int = 3,
     result.schedule = [[(r.n, r.budget) for r in rungs] for rungs in brackets]
     with executor_or_default(executor, max_workers) as pool:
         for k, rungs in enumerate(brackets):
-            _run_bracket(objective, space, rungs, k, rng, pool, result, eta, trial_timeout)
+            configs = [sample(space, rng) for _ in range(rungs[0].n)]
+            _run_bracket(objective, configs, rungs, k, pool, result, eta, trial_timeout)
     return result

@@ -30,7 +30,8 @@ class Trial:
     what), returned NaN or infinity, or ran past the search's ``trial_timeout``
     (then ``timed_out`` is True); a failed trial is never promoted nor best.
     ``bracket``/``rung`` place it in successive halving (0 and 0 for random search);
-    ``config_id`` is the same for every trial of one configuration.
+    ``config_id`` is the same for every trial of one configuration; ``model_based`` is True
+    where BOHB's density model proposed the configuration (False where it was drawn at random).
     """
 
     trial_id: int
@@ -45,6 +46,7 @@ class Trial:
     rung: int = 0
     promoted: bool = False
     timed_out: bool = False
+    model_based: bool = False
 
 
 @dataclass
