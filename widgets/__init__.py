@@ -7,6 +7,7 @@
 * :class:`TileView` — the phases of the shared-memory tiled matmul;
 * :class:`RaceView` — shared-memory races found by running a kernel with a log;
 * :class:`AccessMap` — who read and wrote each element of any kernel's arrays;
+* :class:`EngineMap` — the engine's replaceable parts, the ones running your code highlighted;
 * :class:`LiveCurves`, :class:`LayerStats` — training curves and per-layer statistics,
   fed by ``SummaryWriter`` calls and module hooks;
 * :class:`Timeline` — the host and stream lanes of asynchronous ``cuda`` work;
@@ -20,6 +21,7 @@ kernel launches); none re-enacts the engine. Each also renders as a static
 picture (SVG or PNG, ``.to_svg()``), which is what the book shows without a kernel.
 """
 from .access_map import AccessMap
+from .engine_map import EngineMap
 from .graph_view import GraphView
 from .layer_stats import LayerStats
 from .live_curves import LiveCurves
@@ -34,6 +36,6 @@ from .tile_view import TileView
 from .timeline import Timeline
 from .tune_view import TuneView
 
-__all__ = ["AccessMap", "BackpropStepper", "GraphView", "GraphvizUnavailable", "LayerStats",
+__all__ = ["AccessMap", "BackpropStepper", "EngineMap", "GraphView", "GraphvizUnavailable", "LayerStats",
            "LiveCurves", "RaceView", "RankTimeline", "RingView", "SpeedChart", "ThreadMap",
            "TileView", "Timeline", "TuneView", "render_svg"]

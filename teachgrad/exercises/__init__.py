@@ -13,10 +13,12 @@ from .core import (
     to_numpy,
 )
 from .plugging import Part, PartError, parts, plug, plugged, plugged_parts, unplug
+from .catalog import KINDS, Exercise, Progress, catalog, progress  # noqa: E402  (uses plugging)
 
 __all__ = [
     "Case", "Feedback", "Mismatch", "Test", "check", "check_function", "describe",
     "expect_close", "expect_equal", "expect_true", "numerical_gradient", "to_numpy",
     "SOLVED", "NOT_SOLVED_YET", "WRONG", "ERROR",
     "Part", "PartError", "parts", "plug", "plugged", "plugged_parts", "unplug",
+    "KINDS", "Exercise", "Progress", "catalog", "progress",
 ]

@@ -229,6 +229,15 @@ def _format_error(exercise: str, test: Test, err: BaseException) -> str:
     return "\n".join(lines)
 
 
+#: The latest verdict of each exercise checked in this process (what progress() reports).
+_LATEST: dict[str, str] = {}
+
+
+def latest_verdicts() -> dict[str, str]:
+    """Exercise number -> the status of its latest check in this process."""
+    return dict(_LATEST)
+
+
 def check(exercise: str, tests: Iterable[Test], *, solved: str, candidate: Any = True,
           quiet: bool = False) -> Feedback:
     """Run ``tests`` in order, stop at the first failure, print and return the feedback.
@@ -266,6 +275,7 @@ def check(exercise: str, tests: Iterable[Test], *, solved: str, candidate: Any =
         if feedback is None:
             feedback = Feedback(exercise, SOLVED, f"✅ Exercise {exercise} solved: {solved}",
                                 tests_run=count)
+    _LATEST[exercise] = feedback.status
     if not quiet:
         print(feedback.message)
     return feedback
@@ -295,6 +305,7 @@ def check_function(exercise: str, fn: Callable, cases: Sequence[Case], *, solved
     if not callable(fn) and not _not_filled_in(fn):
         message = (f"❌ Exercise {exercise}: expected a function, got a "
                    f"{type(fn).__name__}. Pass the function itself, without calling it.")
+        _LATEST[exercise] = ERROR
         if not quiet:
             print(message)
         return Feedback(exercise, ERROR, message)
