@@ -7,9 +7,10 @@ code runs on both, so any difference is a difference of the libraries.
 
 ``scripts/record_torch_fixtures.py`` runs every case with torch and stores the
 outputs, the gradients (or the class of the error raised) in
-``tests/fixtures/torch_differential.npz``; ``tests/test_differential.py`` runs
-them with teachgrad on cpu, the numba CPU backend and cuda, and compares.
-This module never imports torch.
+``tests/fixtures/torch_differential.npz``; ``tests/engine/test_differential.py`` runs
+them with teachgrad on cpu, the numba CPU backend and cuda, and compares. The cases
+themselves are tables in ``differential_ops.py`` and ``differential_nn.py``, built on this
+module; ``differential_suite.py`` gathers them. This module never imports torch.
 """
 from __future__ import annotations
 
@@ -110,16 +111,3 @@ class CaseList(list):
               devices: tuple = ALL) -> None:
         for key, fn in fns.items():
             self.append(Case(f"{prefix}/{key}", fn, inputs, grad, devices))
-
-
-def all_cases() -> list[Case]:
-    """Every case, from the tables in ``differential_ops.py`` and ``differential_nn.py``."""
-    import differential_nn
-    import differential_ops
-
-    found = list(differential_ops.CASES) + list(differential_nn.CASES)
-    names = [c.name for c in found]
-    duplicated = {n for n in names if names.count(n) > 1}
-    if duplicated:
-        raise ValueError(f"case names must be unique: {sorted(duplicated)}")
-    return found

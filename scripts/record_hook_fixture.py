@@ -1,6 +1,6 @@
-"""Record how PyTorch's module hooks behave, for tests/test_hooks.py to compare against.
+"""Record how PyTorch's module hooks behave, for tests/engine/test_hooks.py to compare against.
 
-Runs the scenarios of ``tests/hook_scenarios.py`` with ``torch`` and writes their logs
+Runs the scenarios of ``tests/engine/hook_scenarios.py`` with ``torch`` and writes their logs
 to ``tests/fixtures/hooks_torch.json``. Only this script imports torch; the tests read
 the JSON. Run from the repository root::
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "engine"))
 from hook_scenarios import SCENARIOS  # noqa: E402
 
 

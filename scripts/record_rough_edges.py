@@ -26,7 +26,7 @@ from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 from torch.utils.tensorboard.summary import histogram  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "engine"))
 from sample_description import describe as describe_sample, samples  # noqa: E402
 OUT = os.path.join(ROOT, "tests", "fixtures", "torch_rough_edges.json")
 rng = np.random.default_rng(21)

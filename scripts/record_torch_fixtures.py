@@ -22,7 +22,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from differential_cases import Ctx, all_cases, run_case  # noqa: E402
+from differential_cases import Ctx, run_case  # noqa: E402
+from differential_suite import all_cases  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "torch_differential.npz"
 

@@ -18,7 +18,7 @@
 # Each folder keeps the package.json (name, version, licence) or LICENSE it came with.
 # The copies are committed, so `make book` and CI need neither npm nor a network.
 # Run this again only to change a version; it rewrites book/_vendor/VENDORED.md
-# with each file's sha256, which tests/test_book_config.py checks.
+# with each file's sha256, which tests/lessons/test_book_config.py checks.
 set -euo pipefail
 
 HTML_MANAGER=1.0.15   # the html-manager release that matches ipywidgets 8.1

@@ -15,7 +15,8 @@ import numpy as np
 from . import dtypes
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .tensor import Tensor
+    # the class tensor.py hands to autograd.function (tensor.py is built on this module)
+    from .autograd.function import Tensor
 
 PRECISION = 4  # digits after the point
 THRESHOLD = 1000  # more elements than this are summarised

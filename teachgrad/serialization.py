@@ -30,12 +30,16 @@ import math
 import os
 import zipfile
 from collections import Counter, OrderedDict
-from typing import Any, BinaryIO
+from contextlib import contextmanager
+from typing import Any, BinaryIO, Iterator
 
 import numpy as np
 
 from . import dtypes
+from .archive import (DEFAULT_MAX_BYTES, DEFAULT_MAX_COMPRESSION_RATIO, DEFAULT_MAX_JSON_BYTES,
+                      ArchiveError, Limits, SafeArchive, describe, open_archive)
 from .device import Device
+from .manifest import LoadError, ManifestChecker
 from .tensor import Tensor, tensor
 
 FORMAT = "teachgrad"
@@ -128,7 +132,7 @@ def _write_archive(out: BinaryIO, manifest: str, arrays: list[np.ndarray]) -> No
 
 
 class _Reader:
-    """Rebuilds the saved object from the checked manifest and arrays."""
+    """Rebuilds the saved object from the manifest and arrays, both already checked."""
 
     def __init__(self, arrays: list[np.ndarray], map_location: Any) -> None:
         self.arrays, self.map_location = arrays, map_location
@@ -163,103 +167,102 @@ class _Reader:
 
 
 def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
-         weights_only: bool = True, mmap: Any = None) -> Any:
+         weights_only: bool = True, mmap: Any = None, max_bytes: int = DEFAULT_MAX_BYTES,
+         max_json_bytes: int = DEFAULT_MAX_JSON_BYTES,
+         max_compression_ratio: float = DEFAULT_MAX_COMPRESSION_RATIO) -> Any:
     """Read back what :func:`save` wrote. ``map_location`` (e.g. ``"cpu"``) puts every
     tensor on that device instead of the one it was saved from.
 
-    Nothing is ever unpickled, so ``weights_only=False`` is refused.
+    Loading never runs code from the file, and checks the whole file before it
+    builds anything; a file that is damaged, foreign or too big raises :class:`LoadError`
+    (a RuntimeError) naming what and where. Limits, checked before anything is read:
+    ``max_bytes`` (all members together, after decompression; default 2 GiB),
+    ``max_json_bytes`` (the manifest; default 16 MiB) and ``max_compression_ratio``
+    (default 100; tg.save stores members uncompressed). Nothing is ever unpickled,
+    so ``weights_only=False`` is refused.
     """
     _no_pickle_options("load", pickle_module=pickle_module, mmap=mmap)
     if weights_only is not True:
         raise ValueError("tg.load reads only data (tensors, numbers, strings, containers), never "
                          "pickled objects: weights_only=False is not supported.")
-    if map_location is not None:
-        if not isinstance(map_location, (str, Device)):
-            raise TypeError(f"tg.load: map_location must be a device such as 'cpu' or 'cuda' (or "
-                            f"None), got {type(map_location).__name__}; teachgrad does not take "
-                            "PyTorch's dicts or functions here.")
-        map_location = str(Device(map_location))
-    name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else "the file object"
+    map_location = _check_map_location(map_location)
+    limits = Limits(max_bytes, max_json_bytes, max_compression_ratio)
+    limits.check("tg.load")
+    name = describe(f)
     try:
-        with zipfile.ZipFile(f) as archive:
-            manifest = _read_manifest(archive, name)
-            arrays = [_read_array(archive, name, i) for i in range(manifest["tensors"])]
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as error:
-        raise RuntimeError(
-            f"tg.load: {name} is not a readable teachgrad file ({error}). It may be damaged or "
-            "truncated, or written by something else (torch.save files are pickles, which "
+        with open_archive(f, limits) as archive:
+            manifest, arrays = _read_checked(archive, name)
+    except ArchiveError as error:
+        raise LoadError(
+            f"tg.load: {name} is not a readable teachgrad file ({error}). It may be damaged "
+            "or truncated, or written by something else (torch.save files are pickles, which "
             "teachgrad does not load: save their tensors' .numpy() with numpy instead)."
         ) from None
-    _check_entries(manifest["object"], arrays, name)
     return _Reader(arrays, map_location).decode(manifest["object"])
 
 
-def _read_manifest(archive: zipfile.ZipFile, name: str) -> dict[str, Any]:
+def _check_map_location(map_location: Any) -> str | None:
+    if map_location is None:
+        return None
+    if not isinstance(map_location, (str, Device)):
+        raise TypeError(f"tg.load: map_location must be a device such as 'cpu' or 'cuda' (or "
+                        f"None), got {type(map_location).__name__}; teachgrad does not take "
+                        "PyTorch's dicts or functions here.")
+    return str(Device(map_location))
+
+
+def _read_checked(archive: SafeArchive, name: str) -> tuple[dict[str, Any], list[np.ndarray]]:
+    """The manifest and the arrays, each checked against the other before an array is read."""
+    manifest = _read_manifest(archive, name)
+    for number in range(manifest["tensors"]):  # (stops at the first missing one)
+        if f"tensors/{number}.npy" not in archive.members:
+            raise LoadError(f"tg.load: {name} lists tensor {number} but does not hold it: the "
+                            "file is damaged")
+    members = [f"tensors/{number}.npy" for number in range(manifest["tensors"])]
+    extra = sorted(set(archive.members) - set(members) - {MANIFEST})
+    if extra:
+        raise LoadError(f"tg.load: {name} holds a member tg.save does not write ({extra[0]!r}): "
+                        "it was not written by tg.save, or was changed since")
+    with _tensor_errors(name):
+        headers = [archive.array_header(member) for member in members]
+    ManifestChecker(headers, name).check(manifest["object"], "object")
+    with _tensor_errors(name):
+        arrays = [archive.read_array(member, header) for member, header in zip(members, headers)]
+    return manifest, arrays
+
+
+@contextmanager
+def _tensor_errors(name: str) -> Iterator[None]:
+    """An ArchiveError about one tensor member as tg.load's error (the others pass through)."""
     try:
-        manifest = json.loads(archive.read(MANIFEST).decode("utf-8"))
-    except KeyError:
-        raise RuntimeError(f"tg.load: {name} is a zip archive but has no {MANIFEST}: it was "
-                           "not written by tg.save") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RuntimeError(f"tg.load: the manifest of {name} is damaged ({error})") from None
+        yield
+    except ArchiveError as error:
+        if error.member is None:
+            raise
+        number = error.member.removeprefix("tensors/").removesuffix(".npy")
+        raise LoadError(f"tg.load: tensor {number} in {name} is damaged ({error.problem})") from None
+
+
+def _read_manifest(archive: SafeArchive, name: str) -> dict[str, Any]:
+    if MANIFEST not in archive.members:
+        raise LoadError(f"tg.load: {name} is a zip archive but has no {MANIFEST}: it was "
+                        "not written by tg.save")
+    try:
+        manifest = archive.read_json(MANIFEST)
+    except ArchiveError as error:
+        raise LoadError(f"tg.load: the manifest of {name} is damaged ({error})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise RuntimeError(f"tg.load: {name} is not a teachgrad file (its manifest names no "
-                           f"'{FORMAT}' format)")
+        raise LoadError(f"tg.load: {name} is not a teachgrad file (its manifest names no "
+                        f"'{FORMAT}' format)")
     if manifest.get("version") != VERSION:
-        raise RuntimeError(
+        raise LoadError(
             f"tg.load: {name} was written in teachgrad file format version "
             f"{manifest.get('version')!r}, but this teachgrad reads version {VERSION}. Fix: load "
             "it with the teachgrad version that wrote it."
         )
-    if not isinstance(manifest.get("tensors"), int) or "object" not in manifest:
-        raise RuntimeError(f"tg.load: the manifest of {name} is incomplete")
+    extra = sorted(set(manifest) - {"format", "version", "tensors", "object"})
+    count = manifest.get("tensors")
+    if extra or "object" not in manifest or type(count) is not int or count < 0:
+        raise LoadError(f"tg.load: the manifest of {name} is incomplete or has unknown fields "
+                        "(it needs exactly format, version, tensors (a count) and object)")
     return manifest
-
-
-def _read_array(archive: zipfile.ZipFile, name: str, number: int) -> np.ndarray:
-    try:
-        data = archive.read(f"tensors/{number}.npy")  # checks the stored CRC
-    except KeyError:
-        raise RuntimeError(f"tg.load: {name} lists tensor {number} but does not hold it: the "
-                           "file is damaged") from None
-    try:
-        return np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
-    except ValueError as error:
-        raise RuntimeError(f"tg.load: tensor {number} in {name} is damaged ({error})") from None
-
-
-def _check_entries(data: Any, arrays: list[np.ndarray], name: str) -> None:
-    """Every tensor entry must match its array, and every container be well-formed."""
-    if isinstance(data, list):
-        for item in data:
-            _check_entries(item, arrays, name)
-        return
-    if not isinstance(data, dict):
-        return
-    if "__tensor__" in data:
-        number = data["__tensor__"]
-        fits = isinstance(number, int) and 0 <= number < len(arrays)
-        dtype = data.get("dtype")
-        if not fits or dtype not in dtypes._BY_NAME \
-                or arrays[number].dtype != dtypes.get_dtype(dtype).numpy \
-                or list(arrays[number].shape) != data.get("shape"):
-            raise RuntimeError(f"tg.load: tensor entry {data!r} of {name} does not match the "
-                               "array stored for it: the file is damaged")
-        return
-    if "__tuple__" in data:
-        _check_entries(data["__tuple__"], arrays, name)
-    elif "__dict__" in data and data["__dict__"] in _DICT_TYPES and isinstance(data.get("items"), list):
-        for pair in data["items"]:
-            if not (isinstance(pair, list) and len(pair) == 2 and _is_key(pair[0])):
-                raise RuntimeError(f"tg.load: a dict in {name} is malformed: the file is damaged")
-            _check_entries(pair, arrays, name)
-    elif data.get("__float__") in ("inf", "-inf", "nan"):
-        return
-    else:
-        raise RuntimeError(f"tg.load: {name} holds an entry teachgrad cannot read ({data!r})")
-
-
-def _is_key(data: Any) -> bool:
-    """Whether ``data`` decodes to something a dict key can be (what :func:`save` writes)."""
-    return data is None or isinstance(data, (bool, int, float, str)) or (
-        isinstance(data, dict) and data.get("__float__") in ("inf", "-inf", "nan"))

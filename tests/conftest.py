@@ -1,4 +1,13 @@
-"""Shared test settings and fixtures (the browser ones live in tests/browser/conftest.py)."""
+"""Shared test settings and fixtures (the browser ones live in tests/browser/conftest.py).
+
+The tests are grouped as the package is: engine/ (tensor, autograd, ops, nn, optim, data,
+serialization), kernels/ (kernels and backends), bench/, execution/ (streams, jit, onnx),
+scale/ (tune, distributed, tensorboard), widgets/, lessons/ (exercises, wrong answers,
+learner edition, book, README) and browser/. A helper module sits beside the tests that
+import it (pytest puts a test file's folder on ``sys.path``), so every test file's name must
+be unique across the folders; recorded PyTorch outputs, shared by several groups, are in
+fixtures/.
+"""
 from __future__ import annotations
 
 import os

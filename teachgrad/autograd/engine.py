@@ -26,7 +26,8 @@ from . import function, grad_mode, parts
 from .function import FREED_GRAPH_MESSAGE, AccumulateGrad, Node
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..tensor import Tensor
+    # the class tensor.py hands to autograd.function (tensor.py is built on this module)
+    from .function import Tensor
 
 
 @dataclass(slots=True)

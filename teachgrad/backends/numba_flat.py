@@ -5,7 +5,7 @@ dtype and one shape, or an array and a Python number. On one core, two arrays
 of one float dtype go to a numpy ufunc that numba compiled from the op's
 scalar code (``zip_ufunc``): numpy's C does the checks, broadcasting and
 allocation, numba's code the arithmetic. For them the general
-loops of :mod:`teachgrad.backends.numba_cpu` (an input kind, strides and a
+loops of :mod:`teachgrad.backends.numba_loops` (an input kind, strides and a
 shape array per operand) are more than needed, and on small arrays the
 Python around a loop costs more than the loop. Here each loop takes the
 arrays and nothing else: fewer arguments for numba's dispatcher to check on
@@ -26,7 +26,7 @@ import numpy as np
 from numba import float32, float64, prange, vectorize
 
 from .base import COMPARISONS, Array, Scalar
-from .numba_cpu import (
+from .numba_loops import (
     BINARY_CODES, GRAIN, REDUCE_CODES, UNARY_CODES, _compile, apply_binary, apply_unary, fold,
     parallel_for,
 )

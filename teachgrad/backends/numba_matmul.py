@@ -5,7 +5,7 @@ counterpart of :mod:`teachgrad.kernels.matmul`. The loops take contiguous 3-D
 arrays ``A (batch_a, M, K)``, ``B (batch_b, K, N)``, ``C (batch, M, N)``; a
 batch of 1 is shared by every product (``x @ W``). Each factory builds its
 loop with ``prange`` (rows of C shared over the cores) or, for a small
-product, with ``range`` (one core: see ``numba_cpu.GRAIN``).
+product, with ``range`` (one core: see ``numba_loops.GRAIN``).
 
 1. :func:`naive_kernel` -- **the formula as written** (loops i, j, k). The
    innermost loop walks *down a column* of B, jumping ``N`` numbers each step,
@@ -36,7 +36,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .numba_cpu import parallel_for
+from .numba_loops import parallel_for
 
 _FAST = {"reassoc", "contract"}
 #: A multiply-add costs about 1/8 of an elementwise step (8 of them share a vector

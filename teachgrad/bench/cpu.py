@@ -3,7 +3,7 @@
 The bare cases write into preallocated outputs (``np.add(a, b, out=out)`` and
 the same for the loops), so their timings compare the loops themselves, not
 memory allocation; the numba ones call the loop functions of
-:mod:`teachgrad.backends.numba_cpu` and :mod:`teachgrad.backends.numba_matmul`
+:mod:`teachgrad.backends.numba_loops` and :mod:`teachgrad.backends.numba_matmul`
 directly. The ``backend.*`` cases go through each backend's own method, as a
 tensor operation does: checks, dispatch and a fresh output included.
 """
@@ -21,10 +21,10 @@ NUMBA_MATMUL_KERNELS = ("naive", "loop_order", "blocked")
 def numba_loop_threads(op: str, size: int) -> int:
     """Threads the numba backend's loop for ``op`` at ``size`` runs on: numba's count when
     it takes the parallel build (the backend's own rule), else 1."""
-    from ..backends import numba_cpu, numba_matmul
+    from ..backends import numba_loops, numba_matmul
 
     parallel = (numba_matmul.runs_parallel(size * size, size) if op == "matmul"
-                else numba_cpu.parallel_for(size))
+                else numba_loops.parallel_for(size))
     return numba_threads() if parallel else 1
 
 
@@ -69,12 +69,12 @@ def _cold_start(setup: str, call: str, op: str, size: int, dtype: np.dtype) -> s
 
     Compiling does not depend on the size, only on the dtype and on whether the
     parallel build is chosen, so the inputs are small unless the size picks it."""
-    from ..backends import numba_cpu
+    from ..backends import numba_loops
 
-    n = size if numba_cpu.parallel_for(size) or op == "matmul" else min(size, 64)
+    n = size if numba_loops.parallel_for(size) or op == "matmul" else min(size, 64)
     return "\n".join([
         "import time", "import numpy as np",
-        "from teachgrad.backends import numba_cpu, numba_matmul",
+        "from teachgrad.backends import numba_cpu, numba_loops, numba_matmul",
         "from teachgrad.bench.cases import make_inputs",
         f"inputs = make_inputs({op!r}, {n}, np.dtype({dtype.name!r}))",
         setup, "started = time.perf_counter()", call,
@@ -119,7 +119,7 @@ def backend_case(backend_name: str, op: str, size: int, inputs: tuple[np.ndarray
 def numba_cases(op: str, size: int, inputs: tuple[np.ndarray, ...],
                 matmul_kernels: tuple[str, ...] = NUMBA_MATMUL_KERNELS) -> list[Case]:
     """The numba backend's loops doing ``op``, each compared with numpy."""
-    from ..backends import numba_cpu, numba_matmul
+    from ..backends import numba_loops, numba_matmul
 
     dtype = inputs[0].dtype
     common = dict(backend="numba", device="cpu", dtype=dtype, size=size, shape=shapes(op, size),
@@ -127,33 +127,35 @@ def numba_cases(op: str, size: int, inputs: tuple[np.ndarray, ...],
     if op == "add":
         a, b = inputs
         out = np.empty_like(a)
-        loop = numba_cpu.zip_loop(numba_cpu.ADD, numba_cpu.CONTIGUOUS, numba_cpu.CONTIGUOUS,
-                                  numba_cpu.parallel_for(size))
+        loop = numba_loops.zip_loop(numba_loops.ADD, numba_loops.CONTIGUOUS,
+                                    numba_loops.CONTIGUOUS,
+                                    numba_loops.parallel_for(size))
         shape = np.array(a.shape, dtype=np.int64)
-        no_strides = numba_cpu.NO_STRIDES  # both inputs are contiguous: read straight
+        no_strides = numba_loops.NO_STRIDES  # both inputs are contiguous: read straight
 
         def numba_add() -> None:
             loop(out, a, no_strides, b, no_strides, shape)
 
         cold = _cold_start(
             "a, b = inputs\nout = np.empty_like(a)\n"
-            "loop = numba_cpu.zip_loop(numba_cpu.ADD, numba_cpu.CONTIGUOUS, numba_cpu.CONTIGUOUS,"
-            " numba_cpu.parallel_for(a.size))\nshape = np.array(a.shape, dtype=np.int64)\n"
-            "none = numba_cpu.NO_STRIDES",
+            "loop = numba_loops.zip_loop(numba_loops.ADD, numba_loops.CONTIGUOUS,"
+            " numba_loops.CONTIGUOUS,"
+            " numba_loops.parallel_for(a.size))\nshape = np.array(a.shape, dtype=np.int64)\n"
+            "none = numba_loops.NO_STRIDES",
             "loop(out, a, none, b, none, shape)", op, size, dtype)
         return [Case(op, kernel="zip_loop", work=numba_add, output=lambda: out,
                      ceiling="add/numpy/np.add", cold_start=cold, **common)]
     if op == "sum":
         table = inputs[0].reshape(1, -1)
         out = np.empty(1, dtype=dtype)
-        parallel = numba_cpu.parallel_for(size)
-        loop = numba_cpu.reduce_loop(numba_cpu.SUM, parallel)
-        chunk = numba_cpu.chunk_size(*table.shape, parallel)
+        parallel = numba_loops.parallel_for(size)
+        loop = numba_loops.reduce_loop(numba_loops.SUM, parallel)
+        chunk = numba_loops.chunk_size(*table.shape, parallel)
         cold = _cold_start(
             "table = inputs[0].reshape(1, -1)\nout = np.empty(1, dtype=table.dtype)\n"
-            "parallel = numba_cpu.parallel_for(table.size)\n"
-            "loop = numba_cpu.reduce_loop(numba_cpu.SUM, parallel)\n"
-            "chunk = numba_cpu.chunk_size(*table.shape, parallel)",
+            "parallel = numba_loops.parallel_for(table.size)\n"
+            "loop = numba_loops.reduce_loop(numba_loops.SUM, parallel)\n"
+            "chunk = numba_loops.chunk_size(*table.shape, parallel)",
             "loop(table, chunk, out)", op, size, dtype)
         return [Case(op, kernel="reduce_loop", work=lambda: loop(table, chunk, out),
                      output=lambda: out, ceiling="sum/numpy/np.sum", cold_start=cold, **common)]

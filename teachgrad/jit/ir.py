@@ -9,7 +9,10 @@ Every node has an *opcode* that says what kind of step it is:
                      (``Mul``, ``Linear``, or a fused kernel after ``tg.compile``);
                      ``args``/``kwargs`` hold :class:`Ref` s to earlier nodes and
                      the operation's non-tensor attributes (``dim=1``, ``2.0``);
-* ``output``         what the function returns.
+* ``output``         what the function returns; its ``writes`` keyword lists the
+                     tensors from outside the function that the function changed in
+                     place (a BatchNorm's running statistics), as ``(target, Ref)``
+                     pairs: each call writes those values back, as the eager code did.
 
 A graph is plain data: it runs without the Python code that built it
 (:mod:`teachgrad.jit.interpreter`), prints as a table (:meth:`Graph.tabular`),
@@ -98,6 +101,12 @@ class Graph:
 
     nodes: list[Node] = field(default_factory=list)
     constants: dict[str, Any] = field(default_factory=dict)  # get_attr target -> Tensor
+    # constants that are live tensors from outside the function (parameters, buffers,
+    # captured tensors): read at call time, never copied. The others belong to the graph.
+    captured: set[str] = field(default_factory=set)
+    # captured constants whose value the graph depends on as it was when compiled (a pass
+    # folded it, or the trace read it into Python): a compiled function guards their version
+    baked: set[str] = field(default_factory=set)
 
     # -- building -------------------------------------------------------------
     def unique_name(self, base: str) -> str:
@@ -152,7 +161,20 @@ class Graph:
         """A new graph with copies of the nodes (constants are shared, not copied)."""
         nodes = [Node(n.name, n.op, n.target, n.args, dict(n.kwargs), n.meta, n.multi)
                  for n in self.nodes]
-        return Graph(nodes, dict(self.constants))
+        return Graph(nodes, dict(self.constants), set(self.captured), set(self.baked))
+
+    def constant_name(self, base: str) -> str:
+        """A constant name not used yet (``constant0``; ``constant0_1`` if a parameter is
+        called that): one name never means two tensors."""
+        name, i = base, 1
+        while name in self.constants:
+            name, i = f"{base}_{i}", i + 1
+        return name
+
+    @property
+    def writes(self) -> tuple[tuple[str, Ref], ...]:
+        """The in-place writes to outside tensors, as ``(constant target, new value)`` pairs."""
+        return tuple(self.output.kwargs.get("writes", ()))
 
     # -- printing ---------------------------------------------------------------
     def tabular(self) -> str:

@@ -41,7 +41,7 @@ def eliminate_dead_code(graph: Graph) -> Graph:
         dead = [n for n in g.nodes if n.op in ("call_function", "get_attr") and not users[n.name]]
         changed = bool(dead)
         g.nodes = [n for n in g.nodes if n not in dead]
-    used = {n.target for n in g.nodes if n.op == "get_attr"}
+    used = {n.target for n in g.nodes if n.op == "get_attr"} | {t for t, _ in g.writes}
     g.constants = {k: v for k, v in g.constants.items() if k in used}
     return g
 
@@ -76,12 +76,19 @@ def fold_constants(graph: Graph) -> Graph:
 
     A parameter that requires grad is not a constant here: the optimizer changes it
     between calls, and its gradient must flow through the operations that read it.
+    Nor is a tensor the function itself writes in place (a BatchNorm's running mean in
+    training). A captured tensor that is folded is marked ``baked``: a compiled function
+    guards its version, and compiles again when it is changed in place.
     """
     g = graph.copy()
+    written = {t for t, _ in g.writes}
     known: dict[str, Tensor] = {}  # node name -> value, for nodes whose value is fixed
+    source: dict[str, set[str]] = {}  # node name -> the captured constants it was computed from
     for n in g.nodes:
-        if n.op == "get_attr" and not g.constants[n.target].requires_grad:
-            known[n.name] = g.constants[n.target]
+        value = g.constants.get(n.target) if n.op == "get_attr" else None
+        if value is not None and not value.requires_grad and n.target not in written:
+            known[n.name] = value
+            source[n.name] = {n.target} & g.captured
     nodes = []
     for n in g.nodes:
         refs = refs_in((n.args, n.kwargs))
@@ -89,10 +96,12 @@ def fold_constants(graph: Graph) -> Graph:
             with grad_mode.no_grad():
                 value = n.target._apply(*map_refs(n.args, lambda r: known[r.node]),
                                         **map_refs(n.kwargs, lambda r: known[r.node]))
-            target = f"folded_{n.name}"
+            target = g.constant_name(f"folded_{n.name}")
             g.constants[target] = value
+            read = set().union(*(source[r.node] for r in refs))
+            g.baked |= read
             n = Node(n.name, "get_attr", target, meta=n.meta)
-            known[n.name] = value
+            known[n.name], source[n.name] = value, read
         nodes.append(n)
     g.nodes = nodes
     return eliminate_dead_code(g)  # the constants the folded nodes read may now be unused
@@ -150,7 +159,7 @@ def _replace_group(g: Graph, members: list[Node]) -> None:
         for r in refs_in(m.args):
             if r.node not in names and r not in inputs:
                 inputs.append(r)
-    fused = make_fused_function(members, inputs, outputs)
+    fused = make_fused_function(*_with_generated_names(members, inputs, outputs))
     name = g.unique_name("fused_" + "_".join(m.name for m in members[:3]))
     meta = tuple(members[0].meta for _ in outputs)
     node = Node(name, "call_function", fused, tuple(inputs), {}, tuple(m[0] for m in meta),
@@ -160,6 +169,25 @@ def _replace_group(g: Graph, members: list[Node]) -> None:
     g.nodes = [n for n in g.nodes if n.name not in names]
     _rewire(g, outputs, name)
     g.nodes = _in_dependency_order(g.nodes)
+
+
+def _with_generated_names(members: list[Node], inputs: list[Ref],
+                          outputs: list[str]) -> tuple[list[Node], list[Ref], list[str]]:
+    """Copies of a group's nodes named after their operation (``mul, add, mul_1, ...``), and
+    its inputs ``in0, in1, ...``: the kernel's source is written from these names, never
+    from the graph's own (which may come from a file, or be any string a user chose)."""
+    names: dict[str, str] = {}
+    for m in members:
+        base = m.target.__name__.lower()  # an engine operation's name (fusible ones only)
+        taken = sum(1 for n in names.values() if n == base or n.startswith(base + "_"))
+        names[m.name] = base if not taken else f"{base}_{taken}"
+    renamed_inputs = {r: Ref(f"in{i}") for i, r in enumerate(inputs)}
+
+    def rename(r: Ref) -> Ref:
+        return renamed_inputs[r] if r in renamed_inputs else Ref(names[r.node], r.index)
+    copies = [Node(names[m.name], m.op, m.target, map_refs(m.args, rename), dict(m.kwargs),
+                   m.meta, m.multi) for m in members]
+    return copies, list(renamed_inputs.values()), [names[o] for o in outputs]
 
 
 def _in_dependency_order(nodes: list[Node]) -> list[Node]:

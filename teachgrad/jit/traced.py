@@ -64,14 +64,15 @@ def _warn_random_layers(fn: Any) -> None:
                       tracer.TracerWarning, stacklevel=3)
 
 
-def trace_graph(fn: Any, example_inputs: Any) -> Graph:
-    """The graph of one call of ``fn(*example_inputs)`` (the checks first, then the trace)."""
+def trace_graph(fn: Any, example_inputs: Any, side_effects: bool = True) -> Graph:
+    """The graph of one call of ``fn(*example_inputs)`` (the checks first, then the trace;
+    ``side_effects=False``: the call's writes into tensors from outside are undone)."""
     call, signature_of = _callable(fn)
     inputs = tracer.as_inputs(example_inputs)
     tracer.check_signature(signature_of, len(inputs))
     _warn_random_layers(fn)
     names = tracer.input_names(signature_of, len(inputs))
-    return tracer.record(call, inputs, _constant_names(fn), names)
+    return tracer.record(call, inputs, _constant_names(fn), names, side_effects)
 
 
 def trace(fn: Any, example_inputs: Any, check_inputs: Sequence[Any] | None = None) -> TracedFunction:

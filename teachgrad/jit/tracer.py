@@ -10,8 +10,16 @@ and its non-tensor attributes. A tensor the function reads but did not compute
 What a trace cannot see is *Python*: an ``if`` on a tensor's value, a loop whose
 count depends on data. The trace records the one path that ran this time. That
 is why ``check_inputs=`` re-traces on other inputs and warns when the graphs differ,
-and why leaving the tensor world (``.item()``, ``.numpy()``, ``.tolist()``, an
-in-place write) inside a traced function is an error: the graph would break there.
+and why leaving the tensor world (``.item()``, ``.numpy()``, ``.tolist()`` on a
+computed value) inside a traced function is an error: the graph would break there.
+In-place writes are recorded as the out-of-place operation they perform
+(:mod:`teachgrad.jit.writes`).
+
+The tracer also notes where each constant came from: a tensor made while tracing
+(``tg.zeros(3)`` inside the function) belongs to the graph, and is copied before a
+write changes it; a tensor from outside (a parameter, a captured tensor) is
+*captured*: read live on every call, and guarded by a compiled function where the
+graph depends on its value (:mod:`teachgrad.jit.guards`).
 """
 from __future__ import annotations
 
@@ -22,7 +30,9 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 from ..autograd import function as function_module
+from ..autograd import grad_mode
 from ..tensor import Tensor
+from . import writes
 from .ir import Graph, Node, Ref, TensorMeta
 
 # comparisons (x > 0) and argmax are not Functions in the engine (they have no gradient);
@@ -51,6 +61,11 @@ class Tracer:
         self.keep_alive: list[Tensor] = []  # so no id is reused while we trace
         self.constant_names = constant_names  # id(parameter) -> "fc1.weight"
         self.depth = 0  # > 0 while an operation's own forward runs: nested ops are not recorded
+        self.fresh: set[int] = set()  # ids of the tensors made while tracing
+        self.targets: dict[int, str] = {}  # id(constant tensor) -> its target in graph.constants
+        self.written: dict[str, Tensor] = {}  # captured target -> the tensor written in place
+        self.before: dict[str, Tensor] = {}  # captured target -> a copy from before the first write
+        self.error = TracingError
 
     # -- values -----------------------------------------------------------------
     def placeholder(self, name: str, t: Tensor) -> Tensor:
@@ -71,12 +86,68 @@ class Tracer:
         found = self.values.get(id(t))
         if found is not None:
             return found
-        target = self.constant_names.get(id(t)) or f"constant{len(self.graph.constants)}"
+        target = self.constant_names.get(id(t)) or self._unnamed_constant()
         self.graph.constants[target] = t
+        if id(t) not in self.fresh:
+            self.graph.captured.add(target)  # from outside: read live on every call
+        self.targets[id(t)] = target
         node = self.graph.add(Node(self.graph.unique_name(target), "get_attr", target,
                                    meta=(meta_of(t),)))
         self._bind(t, Ref(node.name))
         return Ref(node.name)
+
+    def _unnamed_constant(self) -> str:
+        """``constant0``, ``constant1``, ... skipping every name a parameter or buffer has."""
+        taken = set(self.graph.constants) | set(self.constant_names.values())
+        i = len(self.graph.constants)
+        while f"constant{i}" in taken:
+            i += 1
+        return f"constant{i}"
+
+    def bake(self, t: Tensor) -> None:
+        """The trace read ``t``'s value into Python: the graph holds for this value only."""
+        if id(t) in self.fresh or self.computed(t):
+            return  # (a value of the graph's own: fixed, or a graph break, said elsewhere)
+        self.ref(t)
+        target = self.targets.get(id(t))
+        if target in self.graph.captured:
+            self.graph.baked.add(target)
+
+    # -- in-place writes (see teachgrad.jit.writes) ---------------------------------
+    def before_write(self, t: Tensor) -> None:
+        """Give ``t``'s value before a write a node; a graph-owned constant is copied first,
+        so the graph keeps the value it had, not the one the write leaves."""
+        self.ref(t)
+        target = self.targets.get(id(t))
+        if target is None:
+            return
+        if target in self.graph.captured:
+            if target not in self.before:
+                self.before[target] = self._copy(t)  # (to undo the trace's own writes)
+        elif self.graph.constants[target] is t:
+            self.graph.constants[target] = self._copy(t)
+
+    def _copy(self, t: Tensor) -> Tensor:
+        self.depth += 1  # (the copy is not part of the program)
+        try:
+            with grad_mode.no_grad():
+                return t.clone()
+        finally:
+            self.depth -= 1
+
+    def undo_writes(self) -> None:
+        """Give the captured tensors the trace wrote their values from before it."""
+        for target, old in self.before.items():
+            live = self.graph.constants[target]
+            live._backend.setitem(live._array, (Ellipsis,), old._array)
+            live._bump_version()
+
+    def after_write(self, t: Tensor, new: Tensor) -> None:
+        """From now on ``t`` stands for ``new``; a captured tensor is written back per call."""
+        self.values[id(t)] = self.ref(new)
+        target = self.targets.get(id(t))
+        if target is not None and target in self.graph.captured:
+            self.written[target] = t
 
     def as_arg(self, value: Any) -> Any:
         """A call argument as the graph stores it: tensors become refs, the rest stays."""
@@ -85,6 +156,11 @@ class Tracer:
         if isinstance(value, (tuple, list)):
             return type(value)(self.as_arg(v) for v in value)
         return value
+
+    def computed(self, t: Tensor) -> bool:
+        """Whether ``t`` is an input or an operation's result (not a constant) in the graph."""
+        ref = self.values.get(id(t))
+        return ref is not None and self.graph.node(ref.node).op != "get_attr"
 
     def last_op_of(self, t: Tensor) -> str:
         ref = self.values.get(id(t))
@@ -123,15 +199,18 @@ def _watching(tracer: Tracer) -> Iterator[None]:
     if function_module.observer is not None:
         raise TracingError("tg.jit.trace was called while another trace is running. "
                            "Fix: trace the inner function on its own, then call it.")
-    saved = {name: getattr(Tensor, name) for name in ("item", "numpy", "tolist", "__bool__",
-                                                      "_check_writable", "detach")}
+    saved = {name: Tensor.__dict__.get(name, getattr(Tensor, name)) for name in (
+        "item", "numpy", "tolist", "__bool__", "_check_writable", "detach", "_make",
+        *writes.OUT_OF_PLACE)}
     saved_compare, saved_arg = functional._compare, functional._arg
 
     def breaks(method: str) -> Callable:
         original = saved[method]
 
         def guarded(self: Tensor, *a: Any, **k: Any) -> Any:
-            if not tracer.depth and id(self) in tracer.values:
+            if not tracer.depth:
+                tracer.bake(self)  # (a value from outside: the graph now depends on it)
+            if not tracer.depth and tracer.computed(self):
                 raise TracingError(
                     f"graph break: .{method}() was called on the result of "
                     f"{tracer.last_op_of(self)} inside a traced function. Its value leaves the "
@@ -142,7 +221,9 @@ def _watching(tracer: Tracer) -> Iterator[None]:
         return guarded
 
     def guarded_bool(self: Tensor) -> bool:
-        if not tracer.depth and id(self) in tracer.values:
+        if not tracer.depth:
+            tracer.bake(self)
+        if not tracer.depth and tracer.computed(self):
             warnings.warn(
                 f"converting the result of {tracer.last_op_of(self)} to a Python bool: the "
                 "branch taken now is baked into the graph and will be taken for every input. "
@@ -152,19 +233,28 @@ def _watching(tracer: Tracer) -> Iterator[None]:
         return saved["__bool__"](self)
 
     def guarded_inplace(self: Tensor) -> None:
-        # every in-place path checks that its target is writable before it writes
-        if not tracer.depth and id(self) in tracer.values:
+        # every in-place path checks that its target is writable before it writes; the
+        # ones teachgrad.jit.writes records run their real write at depth > 0
+        if not tracer.depth:
             frame = sys._getframe(1)
             while (frame.f_code.co_name.startswith("_") and not frame.f_code.co_name.startswith("__")
                    and frame.f_back is not None):
-                frame = frame.f_back  # past the private helpers, to add_ / __setitem__ / ...
+                frame = frame.f_back  # past the private helpers, to normal_ / setitem / ...
             caller = frame.f_code.co_name
             raise TracingError(
-                f"graph break: the in-place operation {caller} writes into the result of "
-                f"{tracer.last_op_of(self)} inside a traced function; the graph records "
-                "operations that make new tensors, so the write would be lost. Fix: use the "
-                "out-of-place form (y = y + 1 instead of y += 1).")
+                f"graph break: the in-place operation {caller} on {tracer.last_op_of(self)} "
+                "inside a traced function cannot be recorded in a graph (the ones that can: "
+                f"{', '.join(m for m in writes.OUT_OF_PLACE if not m.startswith('__'))}, +=, -=, "
+                "*=, /=). Fix: use the out-of-place form (tg.where(mask, value, y) instead of "
+                "y[mask] = value), or make the tensor outside the traced function.")
         return saved["_check_writable"](self)
+
+    def make(array: Any, backend: Any, device: Any) -> Tensor:
+        t = saved["_make"].__func__(array, backend, device)
+        if not tracer.depth:  # (inside an operation: its output is bound to a node anyway)
+            tracer.fresh.add(id(t))  # made while tracing: the graph's own if it becomes a constant
+            tracer.keep_alive.append(t)  # (so no id is reused while we trace)
+        return t
 
     def compare(op: str, a: Any, b: Any) -> Tensor:
         if tracer.depth:
@@ -180,8 +270,8 @@ def _watching(tracer: Tracer) -> Iterator[None]:
     def detach(self: Tensor) -> Tensor:
         # a detached value is the same value: it keeps its place in the graph
         out = saved["detach"](self)
-        if not tracer.depth and id(self) in tracer.values:
-            tracer._bind(out, tracer.values[id(self)])
+        if not tracer.depth and (id(self) in tracer.values or id(self) not in tracer.fresh):
+            tracer._bind(out, tracer.ref(self))  # (a captured tensor: read live, like itself)
         return out
 
     function_module.observer = tracer.observe
@@ -190,6 +280,9 @@ def _watching(tracer: Tracer) -> Iterator[None]:
     Tensor.__bool__ = guarded_bool
     Tensor._check_writable = guarded_inplace
     Tensor.detach = detach
+    Tensor._make = staticmethod(make)
+    for name in writes.OUT_OF_PLACE:
+        setattr(Tensor, name, writes.recording(tracer, name, saved[name]))
     functional._compare, functional._arg = compare, arg_reduce
     try:
         yield
@@ -246,12 +339,21 @@ def as_inputs(example_inputs: Any) -> tuple[Tensor, ...]:
 
 
 def record(fn: Callable, inputs: Sequence[Tensor], constant_names: dict[int, str],
-           names: Sequence[str]) -> Graph:
-    """Run ``fn(*inputs)`` once under a tracer; the graph it built."""
+           names: Sequence[str], side_effects: bool = True) -> Graph:
+    """Run ``fn(*inputs)`` once under a tracer; the graph it built.
+
+    ``side_effects=False`` undoes the trace's writes into tensors from outside (as
+    ``tg.compile`` wants: the compiled graph then makes the call's writes, once);
+    ``tg.jit.trace`` keeps them, as ``torch.jit.trace`` does: tracing is a real call.
+    """
     tracer = Tracer(constant_names)
     handles = [tracer.placeholder(name, t) for name, t in zip(names, inputs)]
-    with _watching(tracer):
-        result = fn(*handles)
+    try:
+        with _watching(tracer):
+            result = fn(*handles)
+    finally:
+        if not side_effects:
+            tracer.undo_writes()
     outputs = result if isinstance(result, tuple) else (result,)
     for i, o in enumerate(outputs):
         if not isinstance(o, Tensor):
@@ -262,7 +364,9 @@ def record(fn: Callable, inputs: Sequence[Tensor], constant_names: dict[int, str
                 "of tensors, and compute the rest outside the traced function.")
     refs = tuple(tracer.ref(o) for o in outputs)
     out_args = refs if isinstance(result, tuple) else refs[0]
-    tracer.graph.add(Node("output", "output", None, (out_args,)))
+    written = tuple((target, tracer.ref(t)) for target, t in tracer.written.items())
+    tracer.graph.add(Node("output", "output", None, (out_args,),
+                          {"writes": written} if written else {}))
     return tracer.graph
 
 

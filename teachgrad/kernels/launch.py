@@ -146,11 +146,11 @@ def launch(kernel, grid: Dims, block: Dims, *args, shared_bytes: int = 0) -> Non
     returns at once: the device (a worker thread in the simulator) runs it later,
     in order. A bad launch configuration is still refused here, at once.
     """
-    from .. import streams
+    from ..streams.stream import enqueue
 
     check_launch(kernel, grid, block, args, shared_bytes)
-    streams.enqueue("kernel", _kernel_name(kernel),
-                    functools.partial(_run_kernel, kernel, grid, block, args))
+    enqueue("kernel", _kernel_name(kernel),
+            functools.partial(_run_kernel, kernel, grid, block, args))
 
 
 def _run_kernel(kernel, grid: Dims, block: Dims, args: tuple, handle) -> None:

@@ -33,7 +33,7 @@ _stats = {"host_to_device": 0, "device_to_host": 0, "bytes_h2d": 0, "bytes_d2h":
 
 def to_device(a: np.ndarray):
     """Copy a host array to a new device array (one counted host-to-device copy)."""
-    from .. import streams
+    from ..streams.stream import enqueue
 
     a = np.array(a, order="C", copy=True)  # a snapshot: the copy may run after we return
     with _lock:
@@ -41,8 +41,8 @@ def to_device(a: np.ndarray):
         _stats["bytes_h2d"] += a.nbytes
     d = cuda.device_array(a.shape, a.dtype)
     # ordered on the current stream, like every kernel launched after it
-    streams.enqueue("h2d", f"copy {a.nbytes} bytes to the device",
-                    lambda handle: d.copy_to_device(a, stream=0 if handle is None else handle))
+    enqueue("h2d", f"copy {a.nbytes} bytes to the device",
+            lambda handle: d.copy_to_device(a, stream=0 if handle is None else handle))
     return d
 
 
@@ -51,9 +51,9 @@ def to_host(d) -> np.ndarray:
 
     The host waits here for the device: every kernel queued so far must have run.
     """
-    from .. import streams
+    from ..streams.stream import synchronize
 
-    streams.synchronize()
+    synchronize()
     with _lock:
         _stats["device_to_host"] += 1
         _stats["bytes_d2h"] += int(d.size) * np.dtype(d.dtype).itemsize

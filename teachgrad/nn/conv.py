@@ -21,7 +21,6 @@ from teachgrad.tensor import Tensor
 
 from . import init
 from .arguments import Pair, check_like, pair
-from .layers import add_weight_and_bias
 from .module import Module
 
 NO_INDICES = ("max_pool2d: teachgrad does not support return_indices=True (there is no "
@@ -199,7 +198,7 @@ class Conv2d(Module):
         self.padding = padding if isinstance(padding, str) else pair(padding, "padding", 0)
         self.padding_mode = padding_mode
         shape = (out_channels, in_channels // groups, *self.kernel_size)
-        add_weight_and_bias(self, shape, bias, device, dtype)
+        init.add_weight_and_bias(self, shape, bias, device, dtype)
 
     def reset_parameters(self) -> None:
         """PyTorch's default scheme (the same as :class:`Linear`'s, with the kernel in fan_in)."""

@@ -12,9 +12,13 @@ part of the model's computation) and returns the tensor, as in PyTorch.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import teachgrad as tg
 from teachgrad.tensor import Tensor
+
+from .module import Module
+from .parameter import Parameter
 
 _LINEAR_LIKE = ("linear", "conv1d", "conv2d", "conv3d", "sigmoid")
 
@@ -135,3 +139,15 @@ def default_weight_and_bias_(weight: Tensor, bias: Tensor | None) -> None:
         fan_in, _ = _calculate_fan_in_and_fan_out(weight)
         bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
         uniform_(bias, -bound, bound)
+
+
+def add_weight_and_bias(module: Module, weight_shape: tuple[int, ...], bias: bool, device: Any,
+                        dtype: Any) -> None:
+    """Give ``module`` a ``weight`` of ``weight_shape`` and a ``bias`` of one value per output
+    (``weight_shape[0]``), or ``bias=None``, then its ``reset_parameters()`` start."""
+    module.weight = Parameter(tg.empty(weight_shape, device=device, dtype=dtype))
+    if bias:
+        module.bias = Parameter(tg.empty((weight_shape[0],), device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()

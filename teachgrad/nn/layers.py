@@ -7,25 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import teachgrad as tg
 from teachgrad.tensor import Tensor
 
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
-
-
-def add_weight_and_bias(module: Module, weight_shape: tuple[int, ...], bias: bool, device: Any,
-                        dtype: Any) -> None:
-    """Give ``module`` a ``weight`` of ``weight_shape`` and a ``bias`` of one value per output
-    (``weight_shape[0]``), or ``bias=None``, then its ``reset_parameters()`` start."""
-    module.weight = Parameter(tg.empty(weight_shape, device=device, dtype=dtype))
-    if bias:
-        module.bias = Parameter(tg.empty((weight_shape[0],), device=device, dtype=dtype))
-    else:
-        module.register_parameter("bias", None)
-    module.reset_parameters()
 
 
 class Linear(Module):
@@ -42,7 +28,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        add_weight_and_bias(self, (out_features, in_features), bias, device, dtype)
+        init.add_weight_and_bias(self, (out_features, in_features), bias, device, dtype)
 
     def reset_parameters(self) -> None:
         """Draw fresh starting values (PyTorch's default scheme)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import sites
+from . import sites, stream as _stream_module
 from .records import now
 from .stream import Stream, _Item, current_stream
 
@@ -125,3 +125,8 @@ class Event:
 
             return float(cuda.event_elapsed_time(start.cuda_event, end.cuda_event))
         return (end.time - start.time) * 1e3
+
+
+# stream.py's wait_stream and record_event make events, but that module is imported first
+# (this one is built on it), so the class is handed over here, once.
+_stream_module.Event = Event

@@ -15,9 +15,10 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 
 #: Python's thread switch interval while a simulated stream has work.
 SIMULATOR_SWITCH_INTERVAL = 5e-5
@@ -67,39 +68,44 @@ def low_switch_interval() -> Iterator[None]:
         set_busy(-1)
 
 
-def device_lock():
-    """The simulated device's lock: one kernel runs at a time, whichever stream sent it."""
+def device_lock(wait_for_streams: Callable[[], None]):
+    """The simulated device's lock: one kernel runs at a time, whichever stream sent it.
+
+    ``wait_for_streams`` is what a host read or a direct launch waits on: the streams'
+    ``synchronize_if_pending``, passed in by :mod:`teachgrad.streams.stream`, which is
+    built on this module.
+    """
     from ..kernels._simulator import DEVICE_LOCK, patch_simulator
 
     patch_simulator()  # before any kernel runs off the main thread
-    _wait_before_host_reads()
+    _wait_before_host_reads(wait_for_streams)
     return DEVICE_LOCK
 
 
-def _wait_unless_on_device() -> None:
+def _wait_unless_on_device(wait_for_streams: Callable[[], None]) -> None:
     """Wait for the streams, unless this thread is a worker or holds the device: they
     would wait for themselves (a kernel's write-back, a blocking launch)."""
     from ..kernels._simulator import holds_device
-    from .stream import synchronize_if_pending
 
     if not getattr(on_worker, "active", False) and not holds_device():
-        synchronize_if_pending()
+        wait_for_streams()
 
 
-def _wait_before_host_reads() -> None:
+def _wait_before_host_reads(wait_for_streams: Callable[[], None]) -> None:
     """Make a simulated device array's ``copy_to_host`` wait for the streams first."""
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
     original = FakeCUDAArray.copy_to_host
     if getattr(original, "waits_for_streams", False):
         return
+    wait = functools.partial(_wait_unless_on_device, wait_for_streams)
 
     def copy_to_host(self, *args, **kwargs):
-        _wait_unless_on_device()  # (to_host has waited already: nothing is recorded twice)
+        wait()  # (to_host has waited already: nothing is recorded twice)
         return original(self, *args, **kwargs)
 
     copy_to_host.waits_for_streams = True
     FakeCUDAArray.copy_to_host = copy_to_host
     from ..kernels import _simulator
 
-    _simulator.before_direct_call = _wait_unless_on_device  # a kernel called directly
+    _simulator.before_direct_call = wait  # a kernel called directly

@@ -33,6 +33,12 @@ from . import records, sites
 from .simulated import device_lock as _device_lock, low_switch_interval, on_worker, set_busy
 from .records import HostWait, OpRecord
 
+#: ``teachgrad.streams.event.Event``, set by that module as soon as the class exists (events
+#: are built on streams, so this module cannot import it): ``wait_stream`` and
+#: ``record_event`` make events.
+Event: Any = None
+
+
 class KernelError(RuntimeError):
     """A kernel enqueued earlier failed; raised at the next call that waits for it."""
 
@@ -113,7 +119,8 @@ class Stream:
         self._worker: threading.Thread | None = None
         self._handle = None if _simulated() else self._gpu_stream(_is_default)
         if self._handle is None:
-            _device_lock()  # patches the simulator for threads now, not mid-launch
+            # patches the simulator for threads now, not mid-launch
+            _device_lock(synchronize_if_pending)
         self._in_flight: list[OpRecord] = []  # GPU: launched since the last synchronize
         self._last: OpRecord | None = None
         _all_streams.append(self)
@@ -193,7 +200,8 @@ class Stream:
             record.status = "skipped"
             self._skipped += 1
             return
-        lock = _device_lock() if item.uses_device else contextlib.nullcontext()
+        lock = (_device_lock(synchronize_if_pending) if item.uses_device
+                else contextlib.nullcontext())
         with lock, (low_switch_interval() if raise_now else contextlib.nullcontext()):
             cpu0 = time.thread_time()
             record.started, record.status = records.now(), "running"
@@ -268,16 +276,12 @@ class Stream:
 
     def wait_stream(self, stream: "Stream") -> None:
         """Work enqueued on this stream from now on waits for all work queued on ``stream``."""
-        from .event import Event
-
         if not isinstance(stream, Stream):
             raise TypeError(f"wait_stream takes a Stream, got {type(stream).__name__}")
         self.wait_event(Event().record(stream))
 
     def record_event(self, event=None):
         """Record ``event`` (a new one if None) on this stream and return it."""
-        from .event import Event
-
         return (event or Event()).record(self)
 
     def _stop(self) -> None:

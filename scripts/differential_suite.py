@@ -1,0 +1,22 @@
+"""The whole differential suite: every case of the tables in ``differential_ops.py`` and
+``differential_nn.py`` (how a case is written and run: ``differential_cases.py``).
+
+``scripts/record_torch_fixtures.py`` records them with torch and
+``tests/engine/test_differential.py`` replays them with teachgrad. This module never
+imports torch.
+"""
+from __future__ import annotations
+
+import differential_nn
+import differential_ops
+from differential_cases import Case
+
+
+def all_cases() -> list[Case]:
+    """Every case, from the tables in ``differential_ops.py`` and ``differential_nn.py``."""
+    found = list(differential_ops.CASES) + list(differential_nn.CASES)
+    names = [c.name for c in found]
+    duplicated = {n for n in names if names.count(n) > 1}
+    if duplicated:
+        raise ValueError(f"case names must be unique: {sorted(duplicated)}")
+    return found

@@ -1,0 +1,161 @@
+"""Chapter 11's checkers: the notebook's own solutions pass, the learner stubs are "not solved
+yet", and realistic wrong answers are rejected with feedback that says what to fix."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import teachgrad as tg
+from teachgrad import nn
+from teachgrad.exercises import Feedback, ch11
+from teachgrad.exercises.edition import learner_stub
+
+from notebook_solutions import define, solution_source
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "11_static_graphs_and_compilers.ipynb"
+
+
+def _solution_source(name: str) -> str:
+    return solution_source(NOTEBOOK.name, name)
+
+
+def _define(source: str, name: str):
+    return define(source, name, {"tg": tg, "np": np, "nn": nn})
+
+
+EXERCISES = [("dead_code_elimination", ch11.check_dead_code_elimination, "11.1"),
+             ("traceable_choice", ch11.check_traceable_choice, "11.2"),
+             ("graph_kind", ch11.check_graph_kind, "11.3")]
+IDS = [e[2] for e in EXERCISES]
+
+
+@pytest.mark.parametrize("name, checker, number", EXERCISES, ids=IDS)
+def test_reference_solution_passes(name, checker, number, capsys):
+    feedback = checker(_define(_solution_source(name), name))
+    assert feedback.passed, feedback.message
+    assert capsys.readouterr().out.startswith(f"✅ Exercise {number} solved: ")
+
+
+@pytest.mark.parametrize("name, checker, number", EXERCISES, ids=IDS)
+def test_learner_stub_is_not_solved_yet(name, checker, number, capsys):
+    feedback = checker(_define(learner_stub(_solution_source(name)), name))
+    assert feedback.status == "not solved yet"
+    assert capsys.readouterr().out == f"⏳ Exercise {number} not solved yet: fill in the cell above\n"
+
+
+def wrong(feedback: Feedback, *words: str) -> None:
+    assert not feedback.passed and feedback.status in ("wrong", "error"), feedback.message
+    for word in words:
+        assert word in feedback.message, feedback.message
+
+
+# -- 11.1 ---------------------------------------------------------------------------------
+
+def one_round(graph):
+    g = graph.copy()
+    users = g.users()
+    g.nodes = [n for n in g.nodes if n.op != "call_function" or users[n.name]]
+    return g
+
+
+def in_place(graph):
+    while True:
+        users = graph.users()
+        dead = [n for n in graph.nodes if n.op == "call_function" and not users[n.name]]
+        if not dead:
+            return graph
+        graph.nodes = [n for n in graph.nodes if n not in dead]
+
+
+def drops_unused_inputs(graph):
+    g = graph.copy()
+    while True:
+        users = g.users()
+        dead = [n for n in g.nodes if n.op != "output" and not users[n.name]]
+        if not dead:
+            return g
+        g.nodes = [n for n in g.nodes if n not in dead]
+
+
+def only_what_output_reads(graph):
+    g = graph.copy()
+    users = g.users()
+    g.nodes = [n for n in g.nodes if n.op != "call_function" or "output" in users[n.name]]
+    return g
+
+
+def test_dce_one_round_only():
+    wrong(ch11.check_dead_code_elimination(one_round), "repeat until a round removes nothing")
+
+
+def test_dce_changing_the_input_graph():
+    wrong(ch11.check_dead_code_elimination(in_place), "the graph passed in was changed",
+          "work on graph.copy()")
+
+
+def test_dce_removing_unused_placeholders():
+    wrong(ch11.check_dead_code_elimination(drops_unused_inputs), "never remove placeholders")
+
+
+def test_dce_keeping_only_what_the_output_reads():
+    wrong(ch11.check_dead_code_elimination(only_what_output_reads),
+          "keep everything somebody reads")
+
+
+def test_dce_returning_nothing():
+    wrong(ch11.check_dead_code_elimination(lambda graph: None), "returned a NoneType, not a Graph")
+
+
+def test_random_programs_differ_by_seed_and_have_dead_code():
+    shapes = set()
+    for seed in range(6):
+        program, live, dead = ch11.random_program(seed)
+        shapes.add((live, dead))
+        graph = tg.jit.traced.trace_graph(program, (tg.randn(3), tg.randn(3)))
+        assert graph.counts()["call_function"] == live + dead
+    assert len(shapes) > 2
+
+
+# -- 11.2 ---------------------------------------------------------------------------------
+
+def test_choice_with_a_python_if_is_baked_in():
+    wrong(ch11.check_traceable_choice(ch11.eager_choice), "a branch was baked in", "tg.where")
+
+
+def test_choice_with_item_is_a_graph_break():
+    def with_item(x):
+        return x.tanh() if x.sum().item() > 0 else x * 0.5
+    wrong(ch11.check_traceable_choice(with_item), "graph break", "no .item()")
+
+
+def test_choice_with_swapped_branches():
+    wrong(ch11.check_traceable_choice(lambda x: tg.where(x.sum() > 0, x * 0.5, x.tanh())),
+          "the branches are swapped")
+
+
+def test_choice_always_tanh():
+    wrong(ch11.check_traceable_choice(lambda x: x.tanh()), "tanh(x) when x.sum() > 0, else x * 0.5")
+
+
+# -- 11.3 ---------------------------------------------------------------------------------
+
+def test_graph_kind_all_static():
+    wrong(ch11.check_graph_kind(lambda claim: "static"), "expected: 'dynamic'", "rebuilt by running")
+
+
+def test_graph_kind_swapped():
+    def swapped(claim):
+        return "dynamic" if ch11.CLAIMS[claim] == "static" else "static"
+    wrong(ch11.check_graph_kind(swapped), "which kind of graph this is true of")
+
+
+def test_graph_kind_not_a_kind():
+    wrong(ch11.check_graph_kind(lambda claim: "eager"), "answered 'eager'",
+          "answer with the string 'static' or 'dynamic'")
+
+
+def test_graph_kind_reflects_the_notes():
+    assert sum(k == "static" for k in ch11.CLAIMS.values()) == 5
+    assert sum(k == "dynamic" for k in ch11.CLAIMS.values()) == 3
