@@ -74,3 +74,20 @@ def first_index(mask: np.ndarray) -> int | tuple[int, ...]:
     """The first position where ``mask`` is true, as an int (1-D) or a tuple."""
     position = tuple(int(i) for i in np.argwhere(mask)[0])
     return position[0] if len(position) == 1 else position
+
+
+def launch_within_bounds(kernel: Any, grid: Any, block: Any, *args: Any, hint: str) -> list[np.ndarray]:
+    """:func:`launch_on_host_arrays`, with a thread that went past the end of an array
+    (the simulator checks bounds; the error arrives wrapped by the stream) reported as a
+    :class:`~teachgrad.exercises.core.Mismatch` that says so, with ``hint``."""
+    from ..streams.stream import KernelError
+    from .core import Mismatch
+
+    try:
+        return launch_on_host_arrays(kernel, grid, block, *args)
+    except (IndexError, KernelError) as error:
+        cause = error.__cause__ if isinstance(error, KernelError) else error
+        if not isinstance(cause, IndexError):
+            raise
+        raise Mismatch(f"a thread went past the end of an array ({cause})", show_values=False,
+                       hint=hint) from None
