@@ -316,11 +316,14 @@ def row_sum_test(block_sum, rows: int, n: int, extra: int, about: str, seed: int
         if np.array_equal(got, expected):
             return
         r, b = first_index(got != expected)
-        if np.isnan(got[r, b]):
+        if np.isnan(got[r, b]) and r > 0 and not np.isnan(got[0]).any():
+            hint = (f"row {r} was never written while row 0 was: block (b, r) sums row r, "
+                    "and r is cuda.blockIdx.y")
+        elif np.isnan(got[r, b]):
             hint = ("out[row, blockIdx.x] was never written: thread 0 writes partial[0] at the "
                     "end, for every block (blockIdx.x) and row (blockIdx.y)")
-        elif b == 0 and r > 0 and got[r, b] == expected[0, b]:
-            hint = "every row gave row 0's sum: the row is cuda.blockIdx.y"
+        elif r > 0 and got[r, b] == expected[0, b]:
+            hint = "row r gave row 0's sum: block (b, r) sums row r, and r is cuda.blockIdx.y"
         else:
             hint = ("each level, thread t < step adds partial[t + step] into partial[t]; a "
                     "barrier (at the loop's level, outside the `if`) separates the levels")

@@ -215,7 +215,9 @@ def _race_report(make_tiled_matmul: Callable):
 def _blame_race(make_tiled_matmul: Callable, wrong: Mismatch) -> Mismatch:
     problem = _race_report(make_tiled_matmul).first_problem()
     if problem is not None:
-        wrong.hint = f"the race check found a problem, which explains a wrong answer: {problem}"
+        wrong.hint = (f"the race check found a problem, which explains a wrong answer: {problem}"
+                      ". A tiled kernel needs two barriers per phase: after the loads and "
+                      "after the multiply-adds")
     return wrong
 
 
