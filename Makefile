@@ -9,6 +9,11 @@
 #                  over the reference notebooks
 #   make book      the Jupyter Book site, from the notebooks' stored outputs
 #   make learner   the learner edition of the notebooks, into build/learner/
+#   make check-exercises  mutation-test the exercise checkers: every reference solution
+#                  is mutated and each mutant run against its checker; fails on any
+#                  surviving mutant not listed in scripts/equivalent_mutants.toml.
+#                  Report: docs/mutation-report.md. CHECK_ARGS="--jobs 2" etc. (see
+#                  scripts/check_exercises.py --help)
 #   make bench     the benchmarks, results into benchmarks/results/
 #   make clean     remove build outputs (keeps .venv)
 
@@ -24,7 +29,7 @@ BENCH_RESULTS := benchmarks/results
 # extra arguments, e.g. make bench BENCH_ARGS=--quick
 BENCH_ARGS ?=
 
-.PHONY: lab lab-solutions test book learner bench clean system-deps
+.PHONY: lab lab-solutions test book learner bench clean system-deps check-exercises
 
 # -- environment -----------------------------------------------------------------------
 
@@ -84,6 +89,12 @@ book: $(VENV)/.installed-book
 
 learner: $(VENV)/.installed-test
 	$(BIN)/python scripts/make_learner.py --out build/learner
+
+# extra arguments, e.g. make check-exercises CHECK_ARGS="--exercise ch13.check_promote"
+CHECK_ARGS ?=
+
+check-exercises: $(VENV)/.installed-test
+	$(NOTEBOOK_ENV) $(BIN)/python scripts/check_exercises.py --report docs/mutation-report.md $(CHECK_ARGS)
 
 bench: $(VENV)/.installed-test
 	mkdir -p $(BENCH_RESULTS)

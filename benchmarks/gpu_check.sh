@@ -31,7 +31,8 @@ mkdir -p "$OUT"
 : > "$OUT/summary.txt"
 : > "$OUT/log.txt"
 
-if ls .whl/*.whl >/dev/null 2>&1; then
+# (the wheels are built for the GPU machine's Python 3.12: a dry run here does without them)
+if [ $DRY_RUN = 0 ] && ls .whl/*.whl >/dev/null 2>&1; then
   SITE=$(mktemp -d /tmp/teachgrad-site.XXXX)
   "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     --target "$SITE" .whl/*.whl >> "$OUT/log.txt" 2>&1 || echo "wheels: install failed" >> "$OUT/summary.txt"

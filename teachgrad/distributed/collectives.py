@@ -41,10 +41,13 @@ def _mpi_op(op: ReduceOp) -> Any:
 class Work:
     """A collective under way; ``wait()`` finishes it (copies results into place)."""
 
-    def __init__(self, name: str, requests: list, finish: Callable[[], None], nbytes: int) -> None:
+    def __init__(self, name: str, requests: list, finish: Callable[[], None], nbytes: int,
+                 called: float | None = None) -> None:
         self._name, self._requests, self._finish = name, requests, finish
         self._nbytes = nbytes
-        self._start = time.perf_counter()
+        # the recorded interval starts when the collective was called: its shape check
+        # already waits for every rank, and a straggler's partners wait there
+        self._start = time.perf_counter() if called is None else called
         self._done = False
 
     def is_completed(self) -> bool:
@@ -121,6 +124,7 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: Any = None,
     ``algorithm`` is ``"mpi"`` (MPI's Allreduce) or ``"ring"`` (the lesson's own
     ring); by default the one chosen in ``init_process_group(allreduce=...)``.
     """
+    called = time.perf_counter()
     array = _check_tensor(tensor, "all_reduce")
     _check_group(group)
     if not isinstance(op, ReduceOp):
@@ -131,28 +135,31 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: Any = None,
     if op is ReduceOp.AVG and array.dtype.kind not in "fc":
         raise ValueError(f"ReduceOp.AVG needs a floating-point tensor, got {tensor.dtype}")
     _check_same_everywhere("all_reduce", [array], op.value)
-    work = launch_all_reduce(tensor, op, algorithm, "all_reduce")
+    work = launch_all_reduce(tensor, op, algorithm, "all_reduce", called)
     return _done_or_wait(work, async_op)
 
 
-def launch_all_reduce(tensor: Any, op: ReduceOp, algorithm: str, name: str) -> Work:
-    """Start an all-reduce of a tensor already checked (DDP's buckets come straight here)."""
+def launch_all_reduce(tensor: Any, op: ReduceOp, algorithm: str, name: str,
+                      called: float | None = None) -> Work:
+    """Start an all-reduce of a tensor already checked (DDP's buckets come straight here);
+    ``called`` is when the caller's collective began (its recorded interval starts there)."""
     pg.raise_if_a_rank_failed(name)
     array = tensor._array
     buffer = _contiguous(array)
     scale = pg.get_world_size() if op is ReduceOp.AVG else None
     finish = _finish_into(tensor, array, buffer, scale)
     if algorithm == "ring":  # runs to the end now: the lesson's ring is not asynchronous
-        work = Work(f"{name} (ring)", [], finish, buffer.nbytes)
+        work = Work(f"{name} (ring)", [], finish, buffer.nbytes, called)
         ring.ring_all_reduce(buffer.reshape(-1), _UFUNCS[op.value], pg.group().comm, pg.wait)
         return work
     MPI = pg._mpi()
     request = pg.group().comm.Iallreduce(MPI.IN_PLACE, buffer, _mpi_op(op))
-    return Work(name, [request], finish, buffer.nbytes)
+    return Work(name, [request], finish, buffer.nbytes, called)
 
 
 def broadcast(tensor: Any, src: int, group: Any = None, async_op: bool = False) -> Work | None:
     """Copy rank ``src``'s ``tensor`` into every other rank's ``tensor``, in place."""
+    called = time.perf_counter()
     array = _check_tensor(tensor, "broadcast")
     _check_group(group)
     _check_rank(src, "src")
@@ -160,12 +167,13 @@ def broadcast(tensor: Any, src: int, group: Any = None, async_op: bool = False) 
     buffer = _contiguous(array)
     request = pg.group().comm.Ibcast(buffer, root=src)
     return _done_or_wait(Work("broadcast", [request], _finish_into(tensor, array, buffer),
-                              buffer.nbytes), async_op)
+                              buffer.nbytes, called), async_op)
 
 
 def all_gather(tensor_list: list, tensor: Any, group: Any = None,
                async_op: bool = False) -> Work | None:
     """Fill ``tensor_list[r]`` with rank ``r``'s ``tensor``, on every rank."""
+    called = time.perf_counter()
     array = _check_tensor(tensor, "all_gather")
     _check_group(group)
     outputs = _check_list(tensor_list, array, "all_gather", "tensor_list")
@@ -177,12 +185,14 @@ def all_gather(tensor_list: list, tensor: Any, group: Any = None,
         for out, piece in zip(tensor_list, gathered):
             out._array[...] = piece
             out._bump_version()
-    return _done_or_wait(Work("all_gather", [request], finish, gathered.nbytes), async_op)
+    return _done_or_wait(Work("all_gather", [request], finish, gathered.nbytes, called),
+                         async_op)
 
 
 def reduce_scatter(output: Any, input_list: list, op: ReduceOp = ReduceOp.SUM,
                    group: Any = None, async_op: bool = False) -> Work | None:
     """Reduce ``input_list[r]`` across ranks into rank ``r``'s ``output``."""
+    called = time.perf_counter()
     array = _check_tensor(output, "reduce_scatter")
     _check_group(group)
     if not isinstance(op, ReduceOp):
@@ -194,7 +204,8 @@ def reduce_scatter(output: Any, input_list: list, op: ReduceOp = ReduceOp.SUM,
     request = pg.group().comm.Ireduce_scatter_block(send, buffer, _mpi_op(op))
     scale = pg.get_world_size() if op is ReduceOp.AVG else None
     return _done_or_wait(Work("reduce_scatter", [request],
-                              _finish_into(output, array, buffer, scale), send.nbytes), async_op)
+                              _finish_into(output, array, buffer, scale), send.nbytes, called),
+                         async_op)
 
 
 def barrier(group: Any = None, async_op: bool = False) -> Work | None:

@@ -1,4 +1,4 @@
-"""Checkers for chapter 14, *Data parallelism*: the ring's schedule, a gradient average,
+"""Checkers for chapter 14, *Data parallelism*: a gradient average, the ring's schedule,
 a sampler's shards.
 
 They run in the notebook's own process (no ranks to start): each checks the
@@ -7,7 +7,8 @@ chapter shows plus randomised ones, and names the usual mistakes.
 """
 from __future__ import annotations
 
-from typing import Callable
+import contextlib
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -15,16 +16,106 @@ import teachgrad as tg
 from teachgrad.distributed import ring
 from teachgrad.utils.data import DistributedSampler
 
-from .core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
-
-_RNG_SEED = 1414
+from .core import (
+    Feedback, Mismatch, Test, check, counting_backward, expect_close, expect_true, to_numpy,
+    unseen_rng,
+)
+from .withheld import withheld
 
 
 def _random_sizes(count: int, low: int, high: int) -> list[int]:
-    return np.random.default_rng(_RNG_SEED).integers(low, high, size=count).tolist()
+    """Sizes drawn afresh on every run: inputs the learner has not seen."""
+    return unseen_rng().integers(low, high, size=count).tolist()
 
 
-# --- 14.1 the ring's schedule -----------------------------------------------------------
+# --- 14.1 the gradient average ----------------------------------------------------------
+
+def _mse_gradient(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return 2 * X.T @ (X @ w - y) / len(y)
+
+
+def _average_hint(got: np.ndarray, X: np.ndarray, y: np.ndarray, w0: np.ndarray, p: int,
+                  backwards: int) -> str:
+    shards = [_mse_gradient(X[r::p], y[r::p], w0) for r in range(p)]
+    average, full = np.mean(shards, axis=0), _mse_gradient(X, y, w0)
+    if got.shape != average.shape:
+        return "return one gradient of w's shape: the average over the ranks"
+    if np.allclose(got, p * average):
+        return "you summed the ranks' gradients: divide by world_size (ReduceOp.AVG)"
+    if np.allclose(got, full) and not np.allclose(full, average):
+        return ("that is the full-batch gradient: here the shards have different sizes "
+                f"({', '.join(str(len(y[r::p])) for r in range(p))} rows), and the ranks "
+                "average their own gradients, which then differs from it")
+    if np.allclose(got, np.cumsum(shards, axis=0).mean(axis=0)) or np.allclose(
+            got, np.mean(shards, axis=0) + 1.0 / p):
+        return ("w.grad kept adding up: each rank starts from a zero gradient (w.grad = None "
+                "before each backward)")
+    if np.allclose(got, average / p):
+        return ("each rank's loss is the mean over *its* shard: average the ranks' gradients "
+                "once, not twice")
+    if any(np.allclose(got, g) for g in shards):
+        return "that is one rank's gradient: average all of them"
+    if backwards != p:
+        return f"one backward() per rank: {p} in all, you ran {backwards}"
+    return "each rank: rows r, r + p, ...; the gradient of the mean loss over them; then average"
+
+
+@contextlib.contextmanager
+def _counting_gradient_passes() -> Iterator[list[int]]:
+    """Count backward passes: ``.backward()`` and ``tg.autograd.grad`` calls alike."""
+    from teachgrad import autograd
+
+    original = autograd.grad
+    with counting_backward() as count:
+        def counted_grad(*args: Any, **kwargs: Any) -> Any:
+            count[0] += 1
+            return original(*args, **kwargs)
+        autograd.grad = counted_grad
+        try:
+            yield count
+        finally:
+            autograd.grad = original
+
+
+def check_data_parallel_gradient(data_parallel_gradient: Callable) -> Feedback:
+    """Exercise 14.1: the average of the per-rank gradients, each from its own backward."""
+
+    def make(n: int, d: int, p: int, seed: int, stale: bool) -> Test:
+        rng = np.random.default_rng(seed)
+        X, y, w0 = rng.normal(size=(n, d)), rng.normal(size=n), rng.normal(size=d)
+
+        def run() -> None:
+            w = tg.tensor(w0, dtype=tg.float64, requires_grad=True)
+            if stale:  # a gradient left over from an earlier step
+                (w * w).sum().backward()
+            with _counting_gradient_passes() as backwards:
+                got = data_parallel_gradient(w, tg.tensor(X), tg.tensor(y), p)
+            expect_true(got is not None, "your function returned None",
+                        hint="return the averaged gradient (a tensor or array of w's shape)")
+            got_np = np.asarray(to_numpy(got), dtype=np.float64)
+            want = np.mean([_mse_gradient(X[r::p], y[r::p], w0) for r in range(p)], axis=0)
+            if got_np.shape != want.shape or not np.allclose(got_np, want, rtol=1e-6, atol=1e-9):
+                raise Mismatch("wrong averaged gradient", want, got_np,
+                               _average_hint(got_np, X, y, w0, p, backwards[0]))
+            expect_true(backwards[0] == p,
+                        f"the right numbers, from {backwards[0]} backward pass(es) for {p} ranks",
+                        hint="play every rank: one backward() of its own mean loss each")
+        sizes = sorted({len(y[r::p]) for r in range(p)})
+        shape = "equal shards" if len(sizes) == 1 else f"shards of {sizes[0]} and {sizes[-1]} rows"
+        return Test(f"{n} samples, {d} weights, {p} ranks ({shape})"
+                    + (", w.grad not empty at the start" if stale else ""), run)
+
+    rng = unseen_rng()
+    fixed = [(8, 3, 2, 0, False), (12, 2, 3, 1, False), (10, 3, 4, 2, False), (9, 2, 3, 3, True)]
+    randomised = [(int(rng.integers(p, 4 * p)), int(rng.integers(1, 6)), p,
+                   int(rng.integers(1 << 30)), bool(p % 2)) for p in _random_sizes(3, 2, 7)]
+    return check("14.1", [make(*c) for c in fixed + randomised], candidate=data_parallel_gradient,
+                 solved="the ranks' gradients, averaged: with equal shards it is the full-batch "
+                        "gradient, and synchronous data parallelism is ordinary SGD on the "
+                        "whole batch.")
+
+
+# --- 14.2 the ring's schedule -----------------------------------------------------------
 
 def _schedule_hint(send_chunk: Callable, phase: str, step: int, rank: int, p: int) -> str:
     got = send_chunk(phase, step, rank, p)
@@ -41,26 +132,33 @@ def _schedule_hint(send_chunk: Callable, phase: str, step: int, rank: int, p: in
 
 
 def check_ring_send_chunk(send_chunk: Callable) -> Feedback:
-    """Exercise 14.1: which chunk rank ``rank`` sends at ``step`` of ``phase``."""
+    """Exercise 14.2: which chunk rank ``rank`` sends at ``step`` of ``phase``."""
 
     def schedule(p: int) -> Test:
         def run() -> None:
             for phase in ring.PHASES:
                 for step in range(p - 1):
                     for rank in range(p):
-                        got = send_chunk(phase, step, rank, p)
                         want = ring.send_chunk(phase, step, rank, p)
+                        with _withhold_ring():
+                            got = send_chunk(phase, step, rank, p)
                         if got != want:
                             raise Mismatch(
                                 f"wrong chunk for rank {rank} at {phase} step {step}", want,
                                 got, _schedule_hint(send_chunk, phase, step, rank, p))
-            _ring_reduces_everything(send_chunk, p)
+            with _withhold_ring():
+                _ring_reduces_everything(send_chunk, p)
         return Test(f"world_size = {p}: every phase, step and rank", run)
 
-    sizes = [2, 3, 4] + _random_sizes(3, 5, 12)
-    return check("14.1", [schedule(p) for p in sizes], candidate=send_chunk,
+    sizes = [2, 3, 4, 16] + _random_sizes(3, 5, 40)
+    return check("14.2", [schedule(p) for p in sizes], candidate=send_chunk,
                  solved="your schedule sends every chunk round the ring once to be summed and "
                         "once to be shared: every rank ends with the full sum.")
+
+
+def _withhold_ring():
+    return withheld((ring, "send_chunk", "ring.send_chunk"),
+                    (ring, "ring_schedule", "ring.ring_schedule"))
 
 
 def _ring_reduces_everything(send_chunk: Callable, p: int) -> None:
@@ -79,51 +177,6 @@ def _ring_reduces_everything(send_chunk: Callable, p: int) -> None:
                  hint="each chunk must visit every rank once in each phase")
 
 
-# --- 14.2 the gradient average ----------------------------------------------------------
-
-def _mse_gradient(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    return 2 * X.T @ (X @ w - y) / len(y)
-
-
-def check_data_parallel_gradient(data_parallel_gradient: Callable) -> Feedback:
-    """Exercise 14.2: average per-rank gradients = the full-batch gradient."""
-
-    def make(n: int, d: int, p: int, seed: int) -> Test:
-        rng = np.random.default_rng(seed)
-        X, y, w0 = rng.normal(size=(n, d)), rng.normal(size=n), rng.normal(size=d)
-
-        def run() -> None:
-            w = tg.tensor(w0, dtype=tg.float64, requires_grad=True)
-            got = data_parallel_gradient(w, tg.tensor(X), tg.tensor(y), p)
-            expect_true(got is not None, "your function returned None",
-                        hint="return the averaged gradient (a tensor or array of w's shape)")
-            got_np = np.asarray(to_numpy(got), dtype=np.float64)
-            full = _mse_gradient(X, y, w0)
-            shards = [_mse_gradient(X[r::p], y[r::p], w0) for r in range(p)]
-            accumulated = np.cumsum(shards, axis=0)
-            hint = "each rank: the gradient of the mean loss over its own shard; then average"
-            if got_np.shape == full.shape:
-                if np.allclose(got_np, p * full):
-                    hint = "you summed the ranks' gradients: divide by world_size (ReduceOp.AVG)"
-                elif np.allclose(got_np, full / p):
-                    hint = ("each rank's loss is the mean over *its* shard: with that, the "
-                            "average over ranks is already the full-batch mean")
-                elif np.allclose(got_np, accumulated.mean(axis=0)):
-                    hint = ("w.grad kept adding up from one rank to the next: each rank starts "
-                            "from a zero gradient (w.grad = None before each backward)")
-                elif np.allclose(got_np, shards[0]) or np.allclose(got_np, shards[-1]):
-                    hint = "that is one rank's gradient: average all of them"
-            expect_close(got_np, full, what="averaged gradient", hint=hint, rtol=1e-6)
-        return Test(f"{n} samples, {d} weights, {p} ranks", run)
-
-    fixed = [(8, 3, 2, 0), (12, 2, 3, 1)]
-    randomised = [(p * k, d, p, 100 + p) for p, k, d in
-                  zip(_random_sizes(2, 2, 6), _random_sizes(2, 2, 5), _random_sizes(2, 1, 5))]
-    return check("14.2", [make(*c) for c in fixed + randomised], candidate=data_parallel_gradient,
-                 solved="the average of the ranks' gradients is the full-batch gradient: "
-                        "synchronous data parallelism is ordinary SGD on the whole batch.")
-
-
 # --- 14.3 a sampler's shards ------------------------------------------------------------
 
 def check_shard_indices(shard_indices: Callable) -> Feedback:
@@ -131,9 +184,10 @@ def check_shard_indices(shard_indices: Callable) -> Feedback:
 
     def make(n: int, p: int, drop_last: bool) -> Test:
         def run() -> None:
-            shards = [shard_indices(n, p, r, drop_last) for r in range(p)]
             want = [list(DistributedSampler(range(n), p, r, shuffle=False, drop_last=drop_last))
                     for r in range(p)]
+            with withheld((DistributedSampler, "__iter__", "DistributedSampler")):
+                shards = [shard_indices(n, p, r, drop_last) for r in range(p)]
             for r, (got, expected) in enumerate(zip(shards, want)):
                 got = [int(i) for i in got] if got is not None else None
                 if got == expected:
@@ -142,9 +196,10 @@ def check_shard_indices(shard_indices: Callable) -> Feedback:
                                _shard_hint(shards, want, n, p, drop_last))
         return Test(f"n = {n}, num_replicas = {p}, drop_last = {drop_last}", run)
 
-    fixed = [(10, 3, False), (10, 3, True), (8, 4, False)]
+    fixed = [(10, 3, False), (10, 3, True), (8, 4, False), (2, 5, False), (3, 4, True),
+             (1, 3, False), (7, 7, True)]
     randomised = [(n, p, bool(n % 2)) for n, p in zip(_random_sizes(3, 5, 40),
-                                                      _random_sizes(3, 2, 7))]
+                                                      _random_sizes(3, 2, 9))]
     return check("14.3", [make(*c) for c in fixed + randomised], candidate=shard_indices,
                  solved="every rank reads the same number of samples, rank r every p-th one "
                         "from r, with the tail padded (or dropped) as DistributedSampler does.")
@@ -156,6 +211,9 @@ def _shard_hint(shards: list, want: list, n: int, p: int, drop_last: bool) -> st
     first = [int(i) for i in shards[0]]
     if len(first) > 1 and first == list(range(len(first))):
         return "rank r takes indices r, r + p, r + 2p, ... (strided), not one contiguous block"
+    if len({len(s) for s in shards}) > 1 and not drop_last and n < p:
+        return ("with fewer samples than ranks, one round of padding is not enough: repeat "
+                "the indices until the length is a multiple of num_replicas")
     if len({len(s) for s in shards}) > 1:
         return ("the ranks got different numbers of samples: one would wait forever for the "
                 "others at the gradient all-reduce. Pad by repeating indices from the start "

@@ -1,119 +1,59 @@
-"""Checkers for chapter 15, *The ecosystem*: the map, Keras weights, an exported model served.
+"""Checkers for chapter 15, *The ecosystem*: Keras weights, reading an exported file, an
+exported model served.
 
-Exercise 15.1 asks where each tool sits on the map of the ecosystem; 15.2 loads
-weights written in Keras's layout into a teachgrad model; 15.3 exports a model
-with ``tg.onnx.export`` and serves it with onnxruntime.
+Exercise 15.1 loads weights written in Keras's layout into a teachgrad model; 15.2 reads
+what an ONNX file holds (its inputs and outputs, operators, stored values); 15.3 exports a
+model with ``tg.onnx.export`` and serves it with onnxruntime.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 import teachgrad as tg
 from teachgrad import nn
 
-from .core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
+from .core import (
+    Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy, unseen_rng,
+)
 
-# -- 15.1 the map ----------------------------------------------------------------------------
+# -- 15.1 Keras weights into a teachgrad model ---------------------------------------------------
 
-#: The layers of the map, as the chapter names them.
-LAYERS = ("research framework", "exchange format", "compiler", "inference runtime",
-          "inference server", "edge runtime", "low level")
-
-#: Where each tool belongs (a set where the chapter accepts two readings), and what to say
-#: to a learner who put it somewhere else.
-MAP: dict[str, tuple[set[str], str]] = {
-    "PyTorch": ({"research framework"},
-                "you write and train models in it, eagerly, op by op"),
-    "JAX": ({"research framework"},
-            "you write and train models in it; it hands whole functions to XLA"),
-    "teachgrad": ({"research framework"},
-                  "the engine you built: tensors, autograd, nn, optim"),
-    "ONNX": ({"exchange format"},
-             "ONNX is a file format (a graph of standard operators), not a program that "
-             "runs it: ONNX Runtime and TensorRT are the programs"),
-    "ONNX Runtime": ({"inference runtime"},
-                     "it loads an ONNX graph and runs it, on CPU or through execution "
-                     "providers (CUDA, TensorRT, ...)"),
-    "TensorRT": ({"inference runtime"},
-                 "it builds an optimised engine for one NVIDIA GPU from a trained network "
-                 "(e.g. an ONNX file) and runs it"),
-    "Triton Inference Server": ({"inference server"},
-                                "it serves models over HTTP/gRPC, batching requests and "
-                                "handing them to backends such as TensorRT or ONNX Runtime; "
-                                "not to be confused with the Triton kernel language"),
-    "Triton (language)": ({"low level", "compiler"},
-                          "you write GPU kernels in it, a level above CUDA: it belongs with "
-                          "the kernels (its compiler turns them into GPU code)"),
-    "XLA": ({"compiler"},
-            "it compiles whole graphs from JAX/TensorFlow/PyTorch, fusing ops into kernels"),
-    "torch.compile": ({"compiler"},
-                      "it captures PyTorch code as graphs and compiles them (TorchInductor "
-                      "generates fused kernels); training still happens in PyTorch"),
-    "TorchScript": ({"compiler"},
-                    "TorchScript captures a PyTorch program as a static graph (trace or "
-                    "script) that an interpreter runs without Python: a graph compiler's "
-                    "front end, not an inference runtime of its own"),
-    "tg.compile": ({"compiler"},
-                   "chapter 11's compiler: trace, passes, generated fused kernels"),
-    "CUDA": ({"low level"}, "the programming model and toolkit of NVIDIA GPUs"),
-    "ROCm": ({"low level"}, "AMD's GPU software stack (HIP is its CUDA-like language)"),
-    "OpenCL": ({"low level"}, "a vendor-neutral standard for kernels on GPUs, CPUs, DSPs"),
-    "LiteRT": ({"edge runtime"},
-               "Google's on-device runtime, formerly TensorFlow Lite"),
-    "ExecuTorch": ({"edge runtime"},
-                   "PyTorch's on-device runtime, after PyTorch Mobile"),
-    "Core ML": ({"edge runtime"}, "Apple's on-device inference framework"),
-}
-
-
-def check_place_on_map(place_on_map: Callable[[], dict]) -> Feedback:
-    """Exercise 15.1: ``place_on_map()`` returns ``{tool: layer}`` for every tool in ``MAP``."""
-    answers: dict = {}
-
-    def load() -> None:
-        got = place_on_map()
-        expect_true(isinstance(got, dict), f"place_on_map() should return a dict, "
-                    f"got {type(got).__name__}", hint="return {'PyTorch': 'research framework', ...}")
-        answers.update(got)
-        missing = [tool for tool in MAP if tool not in got]
-        expect_true(not missing, f"these tools have no place yet: {', '.join(missing)}",
-                    hint="one entry per tool of the chapter's table, spelt as there")
-        unknown = sorted({str(v) for v in got.values() if v not in LAYERS})
-        expect_true(not unknown, f"not a layer of the map: {', '.join(unknown)}",
-                    hint=f"use one of: {', '.join(LAYERS)}")
-
-    def placed(tool: str) -> Test:
-        accepted, why = MAP[tool]
-
-        def run() -> None:
-            got = answers[tool]
-            if got not in accepted:
-                raise Mismatch(f"{tool} is not a {got}", " or ".join(sorted(accepted)), got,
-                               hint=why)
-        return Test(f"where does {tool} go?", run)
-
-    tests = [Test("your map", load)] + [placed(tool) for tool in MAP]
-    return check("15.1", tests, candidate=place_on_map,
-                 solved="every tool is on the right layer of the map.")
-
-
-# -- 15.2 Keras weights into a teachgrad model ---------------------------------------------------
-
-def _keras_reference(x: np.ndarray, kernels: list, biases: list) -> np.ndarray:
-    """What the Keras model computes: Dense(relu) ... Dense(linear), kernel stored (in, out)."""
+def _keras_reference(x: np.ndarray, kernels: list, biases: list, *, relu_after: str = "hidden",
+                     use_bias: bool = True) -> np.ndarray:
+    """What the Keras model computes: Dense(relu) ... Dense(linear), kernel stored (in, out).
+    ``relu_after`` ("hidden", "all", "none") and ``use_bias=False`` compute usual mistakes,
+    to name them."""
     for i, (kernel, bias) in enumerate(zip(kernels, biases)):
-        x = x @ kernel + bias
-        if i < len(kernels) - 1:
+        x = x @ kernel + (bias if use_bias else 0.0)
+        last = i == len(kernels) - 1
+        if relu_after == "all" or (relu_after == "hidden" and not last):
             x = np.maximum(x, 0.0)
     return x
 
 
+def _keras_hint(got: np.ndarray, x: np.ndarray, kernels: list, biases: list) -> str:
+    def matches(kernels_used: list = kernels, **mistake: Any) -> bool:
+        return bool(np.allclose(got, _keras_reference(x, kernels_used, biases, **mistake),
+                                rtol=1e-4, atol=1e-4))
+    if any(k.shape[0] == k.shape[1] for k in kernels) and matches(
+            [k.T if k.shape[0] == k.shape[1] else k for k in kernels]):
+        return "a square kernel still needs transposing: Keras (in, out) -> (out, in)"
+    if matches(relu_after="all"):
+        return "the last Dense layer's activation is linear: no ReLU after it"
+    if matches(relu_after="none"):
+        return "put an nn.ReLU after every Linear but the last (Dense(activation='relu'))"
+    if matches(use_bias=False):
+        return "copy the biases too: layer.bias.copy_(...)"
+    return "Dense(relu) after every layer but the last, whose activation is linear"
+
+
 def check_from_keras(from_keras: Callable[[list, list], Any]) -> Feedback:
-    """Exercise 15.2: ``from_keras(kernels, biases)`` -> an ``nn.Sequential`` computing the same."""
+    """Exercise 15.1: ``from_keras(kernels, biases)`` -> a module computing the same."""
 
     def case(sizes: tuple[int, ...], seed: int) -> Test:
         def run() -> None:
@@ -125,49 +65,168 @@ def check_from_keras(from_keras: Callable[[list, list], Any]) -> Feedback:
                         f"from_keras should return a teachgrad nn.Module, got {type(model).__name__}",
                         hint="build nn.Sequential(nn.Linear(...), nn.ReLU(), ...) and copy the "
                              "weights into its layers")
-            linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
-            expect_true(len(linears) == len(kernels),
-                        f"the model has {len(linears)} Linear layers, the Keras model "
-                        f"{len(kernels)} Dense layers", hint="one nn.Linear per Dense layer")
-            for i, (layer, kernel) in enumerate(zip(linears, kernels)):
-                expect_true(tuple(layer.weight.shape) == kernel.T.shape,
-                            f"layer {i}: weight of shape {list(layer.weight.shape)}, expected "
-                            f"{list(kernel.T.shape)} (out_features, in_features)",
-                            hint="Keras stores a Dense kernel as (in, out); nn.Linear's weight "
-                                 "is (out, in): transpose it")
+            for i, layer in enumerate(m for m in model.modules() if isinstance(m, nn.Linear)):
+                if i < len(kernels) and tuple(layer.weight.shape) == kernels[i].shape != \
+                        kernels[i].T.shape:
+                    raise Mismatch(f"layer {i}: weight of shape {list(layer.weight.shape)}, "
+                                   f"expected {list(kernels[i].T.shape)} (out_features, "
+                                   "in_features)", hint="Keras stores a Dense kernel as (in, "
+                                   "out); nn.Linear's weight is (out, in): transpose it",
+                                   show_values=False)
             x = rng.normal(size=(7, sizes[0])).astype(np.float32)
             expected = _keras_reference(x.astype(np.float64), kernels, biases)
             got = model(tg.tensor(x))
-            hint = "Dense(relu) after every layer but the last, whose activation is linear"
-            # a square kernel copied without transposing fits the shape and gives wrong values
-            untransposed = [k.T if k.shape[0] == k.shape[1] else k for k in kernels]
-            if got is not None and any(k.shape[0] == k.shape[1] for k in kernels) and np.allclose(
-                    to_numpy(got), _keras_reference(x.astype(np.float64), untransposed, biases),
-                    rtol=1e-4, atol=1e-4):
-                hint = "a square kernel still needs transposing: Keras (in, out) -> (out, in)"
+            hint = "" if got is None else _keras_hint(to_numpy(got), x.astype(np.float64),
+                                                       kernels, biases)
             expect_close(got, expected, rtol=1e-4, atol=1e-4, what="output", hint=hint)
             got.sum().backward()
-            frozen = [i for i, layer in enumerate(linears) if layer.weight.grad is None]
-            expect_true(not frozen, f"no gradient reached the weights of layer(s) {frozen}",
+            values = sum(k.size + b.size for k, b in zip(kernels, biases))
+            trainable = [p for p in model.parameters() if p.requires_grad]
+            expect_true(sum(p.numel() for p in trainable) == values,
+                        f"the model has {sum(p.numel() for p in trainable)} trainable values, "
+                        f"the Keras model {values}", hint="keep the weights and biases as the "
+                        "layers' parameters: copy values into them under tg.no_grad()")
+            frozen = [i for i, p in enumerate(trainable) if p.grad is None]
+            expect_true(not frozen, f"no gradient reached parameter(s) {frozen}",
                         hint="copy values into the parameters (with tg.no_grad(): "
                              "layer.weight.copy_(...)), keep them parameters")
         return Test(f"a Keras MLP with layer sizes {list(sizes)}", run,
-                    hint="Keras stores a Dense kernel as (in, out); nn.Linear's weight is "
-                         "(out, in): copy kernel.T into it")
+                    hint="one nn.Linear(in, out) per kernel (kernel.shape is (in, out)); copy "
+                         "kernel.T into its weight and the bias into its bias, under tg.no_grad()")
 
-    rng = np.random.default_rng()
+    rng = unseen_rng()
     hidden = int(rng.integers(3, 9))
-    tests = [case((4, 6, 3), 15), case((5, 5, 5, 2), 16),
-             case((3, hidden, hidden, int(rng.integers(2, 5))), int(rng.integers(1 << 30)))]
-    return check("15.2", tests, candidate=from_keras,
+    tests = [case((4, 6, 3), 15), case((5, 5, 5, 2), 16), case((3, 2), 17),
+             case((3, hidden, hidden, int(rng.integers(2, 5))), int(rng.integers(1 << 30))),
+             case(tuple(int(n) for n in rng.integers(2, 7, size=5)), int(rng.integers(1 << 30)))]
+    return check("15.1", tests, candidate=from_keras,
                  solved="your model computes what the Keras model computes, and trains.")
+
+
+def _random_classifier(n_in: int, hidden: int, n_out: int, seed: int, depth: int = 1) -> nn.Module:
+    """``depth`` Linear+ReLU layers of ``hidden`` units, then a Linear to ``n_out`` logits."""
+    tg.manual_seed(seed)
+    layers: list[nn.Module] = []
+    width = n_in
+    for _ in range(depth):
+        layers += [nn.Linear(width, hidden), nn.ReLU()]
+        width = hidden
+    return nn.Sequential(*layers, nn.Linear(width, n_out))
+
+
+# -- 15.2 what an exported file holds ------------------------------------------------------------
+
+def _file_truth(path: str) -> dict:
+    """The reference reading of an ONNX file (the checker's own, from onnx.load)."""
+    import onnx
+    graph = onnx.load(path).graph
+
+    def shapes(values: Any) -> dict:
+        return {v.name: [d.dim_param if d.dim_param else int(d.dim_value)
+                         for d in v.type.tensor_type.shape.dim] for v in values}
+    operators: dict[str, int] = {}
+    for node in graph.node:
+        operators[node.op_type] = operators.get(node.op_type, 0) + 1
+    stored = sum(int(np.prod(list(t.dims), dtype=np.int64)) for t in graph.initializer)
+    return {"inputs": shapes(graph.input), "outputs": shapes(graph.output),
+            "operators": operators, "stored_values": stored}
+
+
+class _TwoInTwoOut(nn.Module):
+    """Two inputs, two outputs, a value used twice and two constants."""
+
+    def __init__(self, n_x: int, n_z: int, hidden: int) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(n_x, hidden), nn.Linear(n_z, hidden)
+
+    def forward(self, x: tg.Tensor, z: tg.Tensor) -> tuple[tg.Tensor, tg.Tensor]:
+        h = self.a(x) + self.b(z)
+        return h.relu() * 2.0, (h - 1.0).sum(dim=1)
+
+
+def _describe_hint(key: str, got: Any, want: Any) -> str:
+    if key in ("inputs", "outputs"):
+        if isinstance(got, dict) and set(got) == set(want):
+            return ("a dimension is either named (dim.dim_param, a str, for a dynamic axis) or "
+                    "fixed (dim.dim_value, an int): use the name where there is one")
+        return f"one entry per graph.{key[:-1]} value, keyed by its name"
+    if key == "operators":
+        return "count node.op_type over graph.node: {'Gemm': 2, 'Relu': 1, ...}"
+    return ("add up the sizes of every initializer (the product of its dims): weights, biases "
+            "and the constants the model used")
+
+
+def check_describe_onnx(describe_onnx: Callable[[str], dict]) -> Feedback:
+    """Exercise 15.2: ``describe_onnx(path)`` reads an ONNX file: its inputs' and outputs'
+    shapes, how often each operator occurs, and how many values the initializers store."""
+    rng = unseen_rng()
+
+    def case(description: str, build: Callable, example: tuple, names: tuple, axes: dict) -> Test:
+        def run() -> None:
+            model = build()
+            with tempfile.TemporaryDirectory() as folder:
+                path = os.path.join(folder, "model.onnx")
+                tg.onnx.export(model, example, path, input_names=names[0],
+                               output_names=names[1], dynamic_axes=axes)
+                want = _file_truth(path)
+                got = describe_onnx(path)
+            expect_true(isinstance(got, dict), f"describe_onnx returned a {type(got).__name__}",
+                        hint="return {'inputs': ..., 'outputs': ..., 'operators': ..., "
+                             "'stored_values': ...}")
+            for key, value in want.items():
+                mine = got.get(key)
+                if isinstance(mine, dict):
+                    mine = {k: [v if isinstance(v, str) else int(v) for v in shape]
+                            if isinstance(shape, (list, tuple)) else shape
+                            for k, shape in mine.items()} if key != "operators" else {
+                        k: int(v) for k, v in mine.items()}
+                elif isinstance(mine, (int, np.integer)):
+                    mine = int(mine)
+                if mine != value:
+                    raise Mismatch(f"wrong {key!r}", value, mine,
+                                   _describe_hint(key, mine, value))
+        return Test(description, run)
+
+    width = int(rng.integers(3, 9))
+    n_x, n_z, hidden = (int(v) for v in rng.integers(2, 6, size=3))
+    batch = int(rng.integers(2, 6))
+    tests = [case("the chapter's kind of classifier, dynamic batch",
+                  lambda: _random_classifier(2, 8, 3, 1), (tg.randn(4, 2),),
+                  (["x"], ["logits"]), {"x": {0: "batch"}, "logits": {0: "batch"}}),
+             case(f"a {width}-wide classifier with a fixed batch of {batch}",
+                  lambda: _random_classifier(width, width, 2, 2), (tg.randn(batch, width),),
+                  (["input"], ["output"]), {}),
+             case("two inputs and two outputs, constants, dynamic axes on all four",
+                  lambda: _TwoInTwoOut(n_x, n_z, hidden), (tg.randn(5, n_x), tg.randn(5, n_z)),
+                  (["x", "z"], ["y", "s"]),
+                  {"x": {0: "batch"}, "z": {0: "batch"}, "y": {0: "batch"}, "s": {0: "batch"}}),
+             case("two inputs and two outputs, only some axes dynamic",
+                  lambda: _TwoInTwoOut(n_x, n_z, hidden), (tg.randn(3, n_x), tg.randn(3, n_z)),
+                  (["a", "b"], ["first", "second"]), {"a": {0: "n"}, "first": {0: "n"}})]
+    return check("15.2", tests, candidate=describe_onnx,
+                 solved="you can read any exported file: what goes in, what comes out, which "
+                        "operators run, how many values it carries.")
 
 
 # -- 15.3 export and serve ---------------------------------------------------------------------
 
-def _random_classifier(n_in: int, hidden: int, n_out: int, seed: int) -> nn.Module:
-    tg.manual_seed(seed)
-    return nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Linear(hidden, n_out))
+@contextlib.contextmanager
+def _counting_session_runs() -> Iterator[list[int]]:
+    """Count ``InferenceSession.run`` calls inside: the file must really be run."""
+    import onnxruntime
+
+    original = onnxruntime.InferenceSession.run
+    count = [0]
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return original(self, *args, **kwargs)
+
+    onnxruntime.InferenceSession.run = run
+    try:
+        yield count
+    finally:
+        onnxruntime.InferenceSession.run = original
 
 
 def check_export_and_serve(export_and_serve: Callable[..., Callable]) -> Feedback:
@@ -176,11 +235,11 @@ def check_export_and_serve(export_and_serve: Callable[..., Callable]) -> Feedbac
     which runs the file in onnxruntime and returns a numpy array of logits."""
     import onnx
 
-    def case(n_in: int, hidden: int, n_out: int, seed: int) -> Test:
+    def case(n_in: int, hidden: int, n_out: int, seed: int, depth: int, sizes: tuple) -> Test:
         def run() -> None:
-            model = _random_classifier(n_in, hidden, n_out, seed)
+            model = _random_classifier(n_in, hidden, n_out, seed, depth)
             rng = np.random.default_rng(seed)
-            batches = [rng.normal(size=(b, n_in)).astype(np.float32) for b in (1, 5, 13)]
+            batches = [rng.normal(size=(b, n_in)).astype(np.float32) for b in sizes]
             with tg.no_grad():
                 expected = [to_numpy(model(tg.tensor(x))) for x in batches]
             with tempfile.TemporaryDirectory() as folder:
@@ -198,16 +257,22 @@ def check_export_and_serve(export_and_serve: Callable[..., Callable]) -> Feedbac
                             f"the file's inputs are {inputs} and outputs {outputs}, expected "
                             "['x'] and ['logits']",
                             hint="input_names=['x'], output_names=['logits']")
-                batch_dim = graph.input[0].type.tensor_type.shape.dim[0]
-                expect_true(bool(batch_dim.dim_param),
-                            f"the batch dimension of 'x' is fixed at {batch_dim.dim_value}: "
-                            "a server gets batches of any size",
-                            hint="dynamic_axes={'x': {0: 'batch'}, 'logits': {0: 'batch'}}")
+                for value in (graph.input[0], graph.output[0]):
+                    batch_dim = value.type.tensor_type.shape.dim[0]
+                    expect_true(bool(batch_dim.dim_param),
+                                f"the batch dimension of {value.name!r} is fixed at "
+                                f"{batch_dim.dim_value}: a server gets batches of any size",
+                                hint="dynamic_axes={'x': {0: 'batch'}, 'logits': {0: 'batch'}}: "
+                                     "the input's and the output's")
                 with tg.no_grad():  # the served file must not depend on the live model
                     for p in model.parameters():
                         p.add_(1.0)
                 for x, want in zip(batches, expected):
-                    got = predict(x.copy())
+                    with _counting_session_runs() as runs:
+                        got = predict(x.copy())
+                    expect_true(runs[0] >= 1, "predict returned without running an ONNX Runtime "
+                                "session", hint="create onnxruntime.InferenceSession(path) once, "
+                                "and call session.run(['logits'], {'x': array}) in predict")
                     expect_true(isinstance(got, np.ndarray),
                                 f"predict returned a {type(got).__name__}, expected a numpy "
                                 "array", hint="session.run returns a list of outputs: take "
@@ -216,10 +281,13 @@ def check_export_and_serve(export_and_serve: Callable[..., Callable]) -> Feedbac
                                  f"{len(x)}", hint="predict must run the exported file (an "
                                  "onnxruntime.InferenceSession), not the teachgrad model, "
                                  "whose weights may change after export")
-        return Test(f"a {n_in}-{hidden}-{n_out} classifier, batches of 1, 5 and 13", run)
+        layers = "-".join([str(n_in)] + [str(hidden)] * depth + [str(n_out)])
+        return Test(f"a {layers} classifier, batches of {', '.join(map(str, sizes))}", run)
 
-    rng = np.random.default_rng()
-    tests = [case(2, 8, 3, 1), case(int(rng.integers(3, 7)), int(rng.integers(4, 12)),
-                                    int(rng.integers(2, 6)), int(rng.integers(1 << 30)))]
+    rng = unseen_rng()
+    tests = [case(2, 8, 3, 1, 1, (1, 5, 13)),
+             case(int(rng.integers(3, 7)), int(rng.integers(4, 12)), int(rng.integers(2, 6)),
+                  int(rng.integers(1 << 30)), int(rng.integers(2, 4)),
+                  (int(rng.integers(14, 200)), 1, int(rng.integers(2, 9))))]
     return check("15.3", tests, candidate=export_and_serve,
                  solved="the exported file serves any batch size with the model's logits.")

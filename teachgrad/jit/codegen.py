@@ -4,15 +4,26 @@ Eager execution runs ``y = tanh(x * 2 + b)`` as three loops over memory, each
 writing a whole temporary array. A fused kernel runs one loop and keeps the
 temporaries in registers::
 
-    for i in range(out.size):
-        mul = x[i] * c0
-        add = mul + b[i]
-        out[i] = tanh_f32(add)
+    for i in range(n):
+        x0 = in0[i]
+        x1 = in1[i]
+        v0 = x0 * c0
+        v1 = v0 + x1
+        v2 = tanh_f32(v1)
+        out0[i] = v2
 
-The source is generated as text (the learner can read it: ``fn.source``), put
-in :mod:`linecache` so tracebacks show its lines, compiled with ``@njit`` on
-``cpu`` or as a grid-stride ``@cuda.jit`` kernel on ``cuda``, and cached in
-memory by its source text (numba's on-disk cache cannot locate exec'd code).
+Its backward is one generated loop too (:mod:`teachgrad.jit.fused_backward`). Every
+name in the source is generated (:mod:`teachgrad.jit.kernel_text`): nothing from the
+graph's node names or from a file reaches it. The source is text the learner can
+read (``kernel.source``, ``kernel.backward_source``), put in :mod:`linecache` so
+tracebacks show its lines, compiled with ``@njit`` on ``cpu`` or as a grid-stride
+``@cuda.jit`` kernel on ``cuda``, and cached in memory by its source text (numba's
+on-disk cache cannot locate exec'd code).
+
+A fused kernel computes what eager computes, special values included: NaN passes
+through ``relu``, ``tanh`` and ``sigmoid`` as it does in eager mode, ``sigmoid`` of a
+very negative number keeps its digits (so ``log(sigmoid(-20))`` is -20, not -inf),
+and on ``cuda`` the kernel calls the same scalar functions eager's kernels call.
 
 Three details decide whether the CPU loop is fast (measured in benchmarks/NOTES.md):
 
@@ -21,11 +32,10 @@ Three details decide whether the CPU loop is fast (measured in benchmarks/NOTES.
 * ``error_model="numpy"``: under Python's rule ``x / 0`` must raise, and that
   check stops LLVM from turning the loop into SIMD instructions;
 * ``math.tanh`` is a call into the scalar C library, which LLVM cannot vectorise
-  (numpy's own tanh is SIMD); float32 ``tanh`` (and ``sigmoid``) are emitted as a
-  rational function, only ``*``, ``+`` and ``/``, accurate to 4e-7 (sigmoid, built on
-  it, to 1e-6 in absolute terms: relatively worse for outputs near 0). ``exp``, ``log``,
-  ``sin`` and ``cos`` still call the scalar library: a chain with them fuses, but its
-  loop is not vectorised.
+  (numpy's own tanh is SIMD); float32 ``tanh`` is emitted as a rational function,
+  only ``*``, ``+`` and ``/``, accurate to 4e-7. ``sigmoid``, ``exp``, ``log``,
+  ``sin`` and ``cos`` still call the scalar library: a chain with them fuses, but
+  its loop is not vectorised.
 """
 from __future__ import annotations
 
@@ -35,54 +45,13 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import grad_mode
 from ..autograd.function import Context, Function
 from ..ops import elementwise as ew
-from .ir import Graph, Node, Ref, identifier
-
-#: How each fusible operation reads as an expression of its operands {0}, {1}.
-TEMPLATES: dict[type, str] = {
-    ew.Add: "{0} + {1}", ew.Sub: "{0} - {1}", ew.Mul: "{0} * {1}", ew.Div: "{0} / {1}",
-    ew.Pow: "{0} ** {1}", ew.Neg: "-{0}", ew.Abs: "math.fabs({0})",
-    ew.Exp: "math.exp({0})", ew.Log: "math.log({0})", ew.Sqrt: "math.sqrt({0})",
-    ew.Sin: "math.sin({0})", ew.Cos: "math.cos({0})",
-    ew.Tanh: "{tanh}({0})", ew.Sigmoid: "{sigmoid}({0})", ew.Relu: "{0} if {0} > zero else zero",
-}
-FLOAT_DTYPES = ("float32", "float64")
-
-# float32 tanh as p(x)/q(x) on [-7.9, 7.9] (the coefficients of Eigen's ptanh_float),
-# beyond which float32 tanh is ±1 anyway.
-TANH_F32 = '''
-@{jit}
-def tanh_f32(x):
-    """tanh(x) from *, + and / only, so the loop around it can use SIMD."""
-    x = x if x < np.float32(7.90531110763549805) else np.float32(7.90531110763549805)
-    x = x if x > np.float32(-7.90531110763549805) else np.float32(-7.90531110763549805)
-    x2 = x * x
-    p = x2 * np.float32(-2.76076847742355e-16) + np.float32(2.00018790482477e-13)
-    p = x2 * p + np.float32(-8.60467152213735e-11)
-    p = x2 * p + np.float32(5.12229709037114e-08)
-    p = x2 * p + np.float32(1.48572235717979e-05)
-    p = x2 * p + np.float32(6.37261928875436e-04)
-    p = x2 * p + np.float32(4.89352455891786e-03)
-    q = x2 * np.float32(1.19825839466702e-06) + np.float32(1.18534705686654e-04)
-    q = x2 * q + np.float32(2.26843463243900e-03)
-    q = x2 * q + np.float32(4.89352518554385e-03)
-    return x * p / q
-'''
-SIGMOID_F32 = '''
-@{jit}
-def sigmoid_f32(x):
-    """σ(x) = (1 + tanh(x/2)) / 2: the vectorisable tanh again."""
-    return np.float32(0.5) * tanh_f32(np.float32(0.5) * x) + np.float32(0.5)
-'''
-SIGMOID_EXACT = '''
-@{jit}
-def sigmoid_exact(x):
-    """σ(x), split by sign so exp never overflows."""
-    e = math.exp(-math.fabs(x))
-    return {one} / ({one} + e) if x >= {zero} else e / ({one} + e)
-'''
+from ..tensor import Tensor
+from .fused_backward import BackwardKernel, backward_kernel
+from .ir import Graph, Node, Ref
+from .kernel_text import (FLOAT_DTYPES, OP_NAMES, TEMPLATES, Region, constant_lines, kernel_module,
+                          kernel_name)
 
 _KERNELS: dict[tuple[str, str], Any] = {}  # (device, source) -> compiled kernel
 _STATS = {"hits": 0, "misses": 0}
@@ -96,6 +65,17 @@ def cache_info() -> dict[str, int]:
 def clear_cache() -> None:
     _KERNELS.clear()
     _STATS.update(hits=0, misses=0)
+
+
+def _plain_number(a: Any) -> bool:
+    """A Python int or float that a kernel can hold as a float constant."""
+    if isinstance(a, bool) or not isinstance(a, (int, float)):
+        return False
+    try:
+        float(a)
+    except OverflowError:  # an int too large for a float
+        return False
+    return True
 
 
 def fusible(node: Node, graph: Graph) -> bool:
@@ -112,79 +92,29 @@ def fusible(node: Node, graph: Graph) -> bool:
         if isinstance(a, Ref):
             if graph.node(a.node).meta[a.index or 0] != meta:
                 return False
-        elif isinstance(a, bool) or not isinstance(a, (int, float)):
+        elif not _plain_number(a):
             return False
     return True
 
 
-RESERVED = frozenset(("math", "np", "cuda", "njit", "i", "start", "stride", "zero"))
+def forward_source(region: Region, name: str) -> str:
+    """The Python source of the forward kernel (see the module docstring for its shape)."""
+    params = [f"in{j}" for j in range(len(region.inputs))] + \
+        [f"out{r}" for r in range(len(region.outputs))]
+    body = [f"x{j} = in{j}[i]" for j in range(len(region.inputs))]
+    body += [f"{region.member_var[m.name]} = {region.rounded(region.expression(m))}"
+             for m in region.members]
+    body += [f"out{r}[i] = {v}" for r, v in enumerate(region.outputs)]
+    comment = [f"Generated by tg.compile: {region.comment()}, fused into one loop."]
+    return kernel_module(region, name, comment, params, ["n = out0.size"] + constant_lines(region),
+                         body)
 
 
-def _local(name: str) -> str:
-    """A node name as a local variable of the kernel (never one of the kernel's own names)."""
-    name = identifier(name)
-    return "v_" + name if name in RESERVED or (name[0] == "c" and name[1:].isdigit()) else name
-
-
-def _var(ref: Ref) -> str:
-    return _local(ref.node if ref.index is None else f"{ref.node}_{ref.index}")
-
-
-def kernel_source(kernel: str, members: list[Node], inputs: list[Ref], outputs: list[str],
-                  dtype: str, device: str) -> str:
-    """The Python source of one fused kernel (see the module docstring for its shape)."""
-    f32 = dtype == "float32"
-    jit = "cuda.jit(device=True)" if device == "cuda" else 'njit(error_model="numpy")'
-    if device == "cuda":
-        helpers = {"tanh": "math.tanh", "sigmoid": "sigmoid_exact"}
-    elif f32:
-        helpers = {"tanh": "tanh_f32", "sigmoid": "sigmoid_f32"}
-    else:
-        helpers = {"tanh": "math.tanh", "sigmoid": "sigmoid_exact"}
-    literal = (lambda v: f"np.float32({float(v)!r})") if f32 else (lambda v: repr(float(v)))
-
-    constants: dict[float, str] = {}
-    body = []
-    for m in members:
-        operands = []
-        for a in m.args:
-            if isinstance(a, Ref):
-                operands.append(_var(a))
-            else:
-                constants.setdefault(float(a), f"c{len(constants)}")
-                operands.append(constants[float(a)])
-        body.append(f"{_local(m.name)} = " + TEMPLATES[m.target].format(*operands, **helpers))
-    used = " ".join(body)
-    lines = [f"# Generated by tg.compile: {' -> '.join(m.target.__name__ for m in members)} "
-             f"fused into one loop ({dtype} on {device}).",
-             "import math", "import numpy as np",
-             "from numba import cuda" if device == "cuda" else "from numba import njit"]
-    if "tanh_f32" in used or "sigmoid_f32" in used:
-        lines.append(TANH_F32.format(jit=jit))
-    if "sigmoid_f32" in used:
-        lines.append(SIGMOID_F32.format(jit=jit))
-    if "sigmoid_exact" in used:
-        lines.append(SIGMOID_EXACT.format(jit=jit, one=literal(1.0), zero=literal(0.0)))
-    params = [f"{_var(r)}_in" for r in inputs] + [f"{_local(o)}_out" for o in outputs]
-    first_out = params[len(inputs)]
-    if device == "cuda":
-        lines += ["", "@cuda.jit", f"def {kernel}({', '.join(params)}):",
-                  "    start = cuda.grid(1)  # this thread's first element",
-                  "    stride = cuda.gridsize(1)  # threads in the whole grid"]
-        loop = f"    for i in range(start, {first_out}.size, stride):"
-    else:
-        lines += ["", '@njit(error_model="numpy")  # x/0 gives inf, as in numpy: lets the loop use SIMD',
-                  f"def {kernel}({', '.join(params)}):"]
-        loop = f"    for i in range({first_out}.size):"
-    zero = literal(0.0)
-    if "zero" in used:
-        lines.append(f"    zero = {zero}")
-    lines += [f"    {name} = {literal(v)}" for v, name in constants.items()]
-    lines.append(loop)
-    lines += [f"        {_var(r)} = {_var(r)}_in[i]" for r in inputs]
-    lines += [f"        {b}" for b in body]
-    lines += [f"        {_local(o)}_out[i] = {_local(o)}" for o in outputs]
-    return "\n".join(lines) + "\n"
+def kernel_source(members: list[Node], inputs: list[Ref], outputs: list[str], dtype: str,
+                  device: str) -> str:
+    """The forward kernel's source for a region: ``members`` read ``inputs``, hand out ``outputs``."""
+    region = Region(members, inputs, outputs, dtype, device)
+    return forward_source(region, kernel_name(region))
 
 
 def compile_kernel(kernel: str, source: str, device: str) -> Any:
@@ -223,20 +153,66 @@ def _launch(kernel: Any, arrays: list, shape: tuple, dtype: str, n_out: int, bac
 
 
 def make_fused_function(members: list[Node], inputs: list[Ref], outputs: list[str]) -> type:
-    """A new Function class that runs ``members`` as one kernel.
+    """A new Function class that runs ``members`` as one kernel, forward and backward.
 
-    Its backward recomputes the members with their own Functions and runs their
-    recorded backward (as activation checkpointing does): the gradients are exactly
-    eager's, and the fused forward stays one loop with nothing saved in between.
+    The forward keeps only what the generated backward reads (see
+    :mod:`teachgrad.jit.fused_backward`); the backward kernel for each combination of
+    inputs that need a gradient is generated and compiled on first use.
     """
     meta = members[0].meta[0]
-    kernel = "fused_" + "_".join(m.name for m in members[:3])
-    source = kernel_source(kernel, members, inputs, outputs, meta.dtype, meta.device)
-    compiled = compile_kernel(kernel, source, meta.device)
+    region = Region(members, inputs, outputs, meta.dtype, meta.device)
+    name = kernel_name(region)
+    source = forward_source(region, name)
+    compiled = compile_kernel(name, source, meta.device)
+    every_input = backward_kernel(region, name + "_backward", (True,) * len(inputs))
+    backward_kernels: dict[tuple[bool, ...], tuple[BackwardKernel, Any]] = {}
+
+    def launch_arrays(backend: Any, arrays: list) -> Any:
+        """The kernel on backend arrays: its output array, or a tuple of them."""
+        outs = _launch(compiled, arrays, meta.shape, meta.dtype, len(outputs), backend, meta.device)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def forward(ctx: Context, *tensors: Any) -> Any:
+        out = launch_arrays(ctx.backend, [t._array for t in tensors])
+        ctx.save_for_backward(*[tensors[j] for j in every_input.reads_inputs])
+        if every_input.reads_output:
+            ctx.out = out  # (watched: changing it in place before backward is an error)
+        return out
+
+    def backward(ctx: Context, *grads: Any) -> tuple:
+        needs = tuple(ctx.needs_input_grad)
+        if needs not in backward_kernels:
+            plan = backward_kernel(region, name + "_backward", needs)
+            backward_kernels[needs] = (plan, compile_kernel(plan.name, plan.source, meta.device))
+        plan, kernel = backward_kernels[needs]
+        if not plan.grads_for:
+            return (None,) * len(needs)
+        kept = dict(zip(every_input.reads_inputs, ctx.saved_tensors))
+        arrays = [kept[j]._array for j in plan.reads_inputs]
+        arrays += [ctx.out] if plan.reads_output else []
+        arrays += [g._array for g in grads]
+        results = _launch(kernel, arrays, meta.shape, meta.dtype, len(plan.grads_for),
+                          ctx.backend, meta.device)
+        made = {j: Tensor._make(r, ctx.backend, ctx.device) for j, r in zip(plan.grads_for, results)}
+        return tuple(made.get(j) for j in range(len(needs)))
+
+    rule = "backward: one generated loop over " + " → ".join(region.op_names) + \
+        " (see backward_source)"
+    return type(name, (Function,), {
+        "forward": staticmethod(forward), "backward": staticmethod(backward), "rule": rule,
+        "fresh_gradients": True,  # each gradient is a new array: a leaf may keep it uncopied
+        "generated": True, "source": source, "backward_source": every_input.source,
+        "kernel": compiled, "members": tuple(members), "op_names": tuple(region.op_names),
+        "run_eager": staticmethod(_eager_runner(members, inputs, outputs)),
+        "launch_arrays": staticmethod(launch_arrays), "__module__": __name__,
+    })
+
+
+def _eager_runner(members: list[Node], inputs: list[Ref], outputs: list[str]) -> Any:
+    """What the kernel computes, one eager Function at a time (for tests and lessons)."""
     position = {r: i for i, r in enumerate(inputs)}
 
-    def run_eager(tensors: tuple) -> list:
-        """The members, one Function at a time (what the kernel computes, op by op)."""
+    def run_eager(*tensors: Any) -> list:
         env: dict[str, Any] = {}
 
         def value(a: Any) -> Any:
@@ -246,35 +222,7 @@ def make_fused_function(members: list[Node], inputs: list[Ref], outputs: list[st
         for m in members:
             env[m.name] = m.target.apply(*[value(a) for a in m.args])
         return [env[o] for o in outputs]
-
-    def launch_arrays(backend: Any, arrays: list) -> Any:
-        """The kernel on backend arrays: its output array, or a tuple of them."""
-        outs = _launch(compiled, arrays, meta.shape, meta.dtype, len(outputs), backend, meta.device)
-        return outs[0] if len(outs) == 1 else tuple(outs)
-
-    def forward(ctx: Context, *tensors: Any) -> Any:
-        ctx.save_for_backward(*tensors)
-        return launch_arrays(ctx.backend, [t._array for t in tensors])
-
-    def backward(ctx: Context, *grads: Any) -> tuple:
-        from ..autograd import backward as run_backward
-        saved = ctx.saved_tensors
-        with grad_mode.enable_grad():
-            leaves = [t.detach().requires_grad_(need) for t, need in zip(saved, ctx.needs_input_grad)]
-            outs = run_eager(tuple(leaves))
-            pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
-            if pairs:
-                run_backward([o for o, _ in pairs], [g for _, g in pairs])
-        return tuple(leaf.grad if need else None for leaf, need in zip(leaves, ctx.needs_input_grad))
-
-    rule = "backward recomputes " + " → ".join(m.target.__name__ for m in members) + \
-        " and runs their own backward"
-    return type(kernel, (Function,), {
-        "forward": staticmethod(forward), "backward": staticmethod(backward), "rule": rule,
-        "generated": True, "source": source, "kernel": compiled, "members": tuple(members),
-        "run_eager": staticmethod(run_eager), "launch_arrays": staticmethod(launch_arrays),
-        "__module__": __name__,
-    })
+    return run_eager
 
 
 def fused_kernels(graph: Graph) -> list[type]:
@@ -282,5 +230,5 @@ def fused_kernels(graph: Graph) -> list[type]:
     return [n.target for n in graph.operations() if getattr(n.target, "generated", False)]
 
 
-__all__ = ["TEMPLATES", "cache_info", "clear_cache", "fusible", "kernel_source",
+__all__ = ["TEMPLATES", "OP_NAMES", "cache_info", "clear_cache", "fusible", "kernel_source",
            "make_fused_function", "fused_kernels"]

@@ -154,6 +154,9 @@ def _replace_group(g: Graph, members: list[Node]) -> None:
     names = {m.name for m in members}
     users = g.users()
     outputs = [m.name for m in members if any(u not in names for u in users[m.name])]
+    if not outputs:  # nothing outside the group reads it (dead code left in): drop it
+        g.nodes = [n for n in g.nodes if n.name not in names]
+        return
     inputs: list[Ref] = []
     for m in members:
         for r in refs_in(m.args):

@@ -50,11 +50,15 @@ def absolute(x):
 
 @cuda.jit(device=True)
 def sin(x):
+    if math.isinf(x):  # NaN, as numpy and a GPU give (Python's math.sin, the simulator's, raises)
+        return math.nan
     return math.sin(x)
 
 
 @cuda.jit(device=True)
 def cos(x):
+    if math.isinf(x):  # NaN, as for sin
+        return math.nan
     return math.cos(x)
 
 

@@ -95,6 +95,18 @@ def test_fusion_keeps_values_used_outside_the_group_and_stops_at_other_ops():
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5)
 
 
+def test_fusion_alone_drops_a_dead_group_instead_of_making_a_kernel_without_outputs():
+    def f(x):
+        (x.exp() * 2.0).tanh()  # computed, never used: dead code the pass meets first
+        return x + 1.0
+    g = trace_graph(f, (tg.randn(5),))
+    after = passes.fuse_elementwise(g)  # without eliminate_dead_code before it
+    assert [n.target.__name__ for n in after.operations()] == ["Add"]
+    compiled = tg.compile(f, passes=[passes.fuse_elementwise])
+    x = tg.randn(5)
+    np.testing.assert_allclose(compiled(x).numpy(), x.numpy() + 1.0, rtol=1e-6)
+
+
 def test_no_fusion_across_broadcasting():
     g = trace_graph(lambda x, b: (x + b).tanh(), (tg.randn(3, 4), tg.randn(4)))
     after = passes.fuse_elementwise(g)

@@ -16,8 +16,8 @@ from teachgrad.exercises.edition import learner_stub
 from notebook_solutions import define, solution_source
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "14_data_parallelism.ipynb"
-EXERCISES = [("data_parallel_gradient", ch14.check_data_parallel_gradient, "14.2"),
-             ("send_chunk", ch14.check_ring_send_chunk, "14.1"),
+EXERCISES = [("data_parallel_gradient", ch14.check_data_parallel_gradient, "14.1"),
+             ("send_chunk", ch14.check_ring_send_chunk, "14.2"),
              ("shard_indices", ch14.check_shard_indices, "14.3")]
 
 
@@ -41,7 +41,7 @@ def wrong(feedback, *words: str) -> None:
         assert word in feedback.message, feedback.message
 
 
-# --- 14.1 the ring's schedule -----------------------------------------------------------
+# --- 14.2 the ring's schedule -----------------------------------------------------------
 
 def test_ring_with_the_same_formula_in_both_phases():
     wrong(ch14.check_ring_send_chunk(lambda phase, s, r, p: (r - s) % p),

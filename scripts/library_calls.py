@@ -1,0 +1,57 @@
+"""The ``library-call`` mutants: an exercise's method replaced by the library call that does it.
+
+Where an exercise asks the learner to build something a library already provides,
+handing in the library call is not the exercise: the checker should notice (through
+the engine: no backward ran, no kernel launched), not by reading the source. Each entry
+maps an exercise (its checker) to ``(function, body)`` pairs: the function of the
+solution cell whose body (after its docstring) is replaced by ``body``.
+
+This is Python source kept in a Python file on purpose: code is never read from data files.
+"""
+from __future__ import annotations
+
+LIBRARY_CALLS: dict[str, list[tuple[str, str]]] = {
+    # scaling on the device (2.3): numpy on the host, the result copied back
+    "ch02.check_min_max_scale_on_device": [
+        ("min_max_scale_on_device",
+         "a = x.cpu().numpy()\n"
+         "return tg.tensor((a - a.min()) / (a.max() - a.min())).to('cuda')"),
+    ],
+    # gradients by hand (3.1): autograd's answer instead
+    "ch03.check_linear_mse_grads": [
+        ("linear_mse_grads",
+         "X_, y_ = tg.tensor(X.numpy() if hasattr(X, 'numpy') else X), tg.tensor(y.numpy() if hasattr(y, 'numpy') else y)\n"
+         "w_ = tg.tensor(w.numpy() if hasattr(w, 'numpy') else w, requires_grad=True)\n"
+         "b_ = tg.tensor(b.numpy() if hasattr(b, 'numpy') else b, requires_grad=True)\n"
+         "((X_ @ w_ + b_ - y_) ** 2).mean().backward()\n"
+         "return w_.grad, b_.grad"),
+    ],
+    # a careful timer (9.1): the library's harness, which knows nothing of clock= or synchronize=
+    "ch09.check_median_time": [
+        ("median_time",
+         "return bench.measure(fn, warmup=warmup, repeats=repeats).median_s"),
+    ],
+    # device time from events (10.1): the host's clock around fn() and a synchronize
+    "ch10.check_device_time_ms": [
+        ("device_time_ms",
+         "start = time.perf_counter()\n"
+         "fn()\n"
+         "tg.cuda.synchronize()\n"
+         "return (time.perf_counter() - start) * 1e3"),
+    ],
+    # a sampler by hand (14.3): the library's DistributedSampler
+    "ch14.check_shard_indices": [
+        ("shard_indices",
+         "from teachgrad.utils.data import DistributedSampler\n"
+         "return list(DistributedSampler(range(n), num_replicas=num_replicas, rank=rank,\n"
+         "                               shuffle=False, drop_last=drop_last))"),
+    ],
+    # the ring schedule by hand (14.2): the library's schedule
+    "ch14.check_ring_send_chunk": [
+        ("send_chunk",
+         "from teachgrad.distributed import ring\n"
+         "for s in ring.ring_schedule(world_size):\n"
+         "    if s.phase == phase and s.step == step and s.rank == rank:\n"
+         "        return s.send"),
+    ],
+}
