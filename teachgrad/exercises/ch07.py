@@ -20,7 +20,7 @@ import numpy as np
 
 from .core import Feedback, Mismatch, Test, check, unseen_rng
 from .kernel_runs import (first_index, is_stub, launch_on_host_arrays, launch_within_bounds,
-                          python_function)
+                          negative_index_test, python_function)
 
 #: Threads per block the chapter's kernels are written for (a power of two).
 THREADS = 32
@@ -351,6 +351,28 @@ def blame_row_race(block_sum, wrong: Mismatch) -> Mismatch:
     return wrong
 
 
+def row_sum_spread_test(block_sum) -> Test:
+    """From a recorded ragged launch: no negative index, and each block's sum written once,
+    by one thread (32 threads storing the same value is 31 stores too many)."""
+    def run() -> None:
+        from ..kernels.record import record_accesses
+
+        if is_stub(block_sum):
+            raise NotImplementedError
+        record = record_accesses(block_sum, (2, 2), THREADS, _row_sum_values(2, 45, 1),
+                                 np.zeros((2, 2)))
+        negative_index_test(record)
+        out = list(record.arrays)[1]
+        writers = record.per_thread("W", out)
+        if (writers > 1).any() or (record.counts(out, "W") > 1).any():
+            many = int((writers > 0).sum())
+            raise Mismatch(f"{many} threads wrote into {out} for 4 block sums: each block's "
+                           "sum is written once, by one thread", 4, many,
+                           "after the tree, let thread 0 alone (if t == 0:) write partial[0]")
+
+    return Test(f"who wrote what: {ROW_RACE_INPUT}, recorded", run)
+
+
 def check_block_sum(block_sum: Callable) -> Feedback:
     """Exercise 7.3: ``block_sum(x, out)`` over the rows of ``x``, the ``cuda`` device's
     sum: plugged into ``cuda.reduce``, it sums a small MLP's loss and bias gradients."""
@@ -365,6 +387,7 @@ def check_block_sum(block_sum: Callable) -> Feedback:
                                       "memory from the reads of other threads",
                            _row_race_report, ROW_RACE_INPUT))
     tests.append(tree_test(block_sum, _row_race_report, ROW_RACE_INPUT))
+    tests.append(row_sum_spread_test(block_sum))
     tests.append(plugged_training_test("cuda.reduce", block_sum, "block_sum kernel"))
     return check("7.3", tests, candidate=block_sum,
                  solved="your tree reduction is the kernel the cuda device sums with: the MLP's "

@@ -17,7 +17,7 @@ from numba import cuda, float64  # module level: the simulator swaps `cuda` in a
 
 from .core import Feedback, Mismatch, Test, check, expect_true, unseen_rng
 from .kernel_runs import (first_index, is_device_function, is_stub, launch_on_host_arrays,
-                          launch_within_bounds)
+                          launch_within_bounds, negative_index_test)
 
 #: (M, K, N, tile): square multiples of the tile, then ragged shapes.
 READ_CASES = [(8, 8, 8, 4), (10, 13, 7, 4), (5, 3, 9, 4), (1, 1, 1, 4), (6, 9, 4, 2), (7, 5, 3, 8)]
@@ -258,7 +258,10 @@ def tiled_spread_test(make_tiled_matmul: Callable) -> Test:
         record = record_accesses(make_tiled_matmul(tile), grid, (tile, tile), A, B,
                                  np.zeros((M, N)))
         a_name, b_name, c_name = list(record.arrays)
+        negative_index_test(record)
         _check_outputs_spread(record, c_name, tile)
+        _check_phases(make_tiled_matmul, K, tile, record)
+        _check_phases(make_tiled_matmul, 2 * tile, tile)  # K a multiple of the tile, too
         formulas = {a_name: (grid[0] * M * K, "once per block column, ceil(N / tile) times"),
                     b_name: (grid[1] * K * N, "once per block row, ceil(M / tile) times")}
         for name, (most, how) in formulas.items():
@@ -296,6 +299,24 @@ def _check_outputs_spread(record, c_name: str, tile: int) -> None:
                            "hold it", show_values=False,
                            hint="block (bx, by) owns rows by*tile ... and columns bx*tile ... "
                                 "of C (blockIdx.x counts columns)")
+
+
+def _check_phases(make_tiled_matmul: Callable, K: int, tile: int, record=None) -> None:
+    """No more tile loads than phases: each thread stores at most 2 shared values a phase
+    (``record``: a recorded launch with this K, else one of A 3xK @ B Kx2 is made)."""
+    from ..kernels.record import record_accesses
+
+    if record is None:
+        A, B = _operands(3, K, 2, 3)
+        record = record_accesses(make_tiled_matmul(tile), _grid(3, 2, tile), (tile, tile),
+                                 A, B, np.zeros((3, 2)))
+    phases = _ceil_div(K, tile)
+    stores = sum(1 for a in record.accesses if a.kind == "W" and a.array in record.shared)
+    loaded = stores / (2 * record.threads_per_block * int(np.prod(record.grid)))
+    if loaded > phases:
+        raise Mismatch(f"your kernel loaded tiles for {loaded:g} phases; K = {K} with tile "
+                       f"{tile} needs {phases}: the extra ones multiply zeros", phases, loaded,
+                       "round the number of phases up, not beyond: (K + tile - 1) // tile")
 
 
 def check_tiled_matmul(make_tiled_matmul: Callable) -> Feedback:

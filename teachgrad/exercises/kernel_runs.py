@@ -91,3 +91,22 @@ def launch_within_bounds(kernel: Any, grid: Any, block: Any, *args: Any, hint: s
             raise
         raise Mismatch(f"a thread went past the end of an array ({cause})", show_values=False,
                        hint=hint) from None
+
+
+def negative_index_test(record) -> None:
+    """Raise a Mismatch for the first access at a negative index in a recorded launch.
+
+    Python (and so the simulator) wraps ``partial[-1]`` around to the last slot, so such a
+    kernel can give right numbers here; on a GPU it reads or writes outside the array.
+    """
+    from .core import Mismatch
+
+    for access in record.accesses:
+        if any(i < 0 for i in access.index):
+            raise Mismatch(
+                f"thread {access.thread} of block {access.block} "
+                f"{'wrote' if access.kind == 'W' else 'read'} "
+                f"{access.array}[{', '.join(map(str, access.index))}]: a negative index wraps "
+                "around in Python and in the simulator, but on a GPU it is outside the array",
+                show_values=False, hint="check the index arithmetic: each thread's slot is its "
+                                        "own number, from 0")

@@ -32,6 +32,9 @@ EXERCISES = [
     ("07_reductions_and_shared_memory", "fixed_sum_of_squares", ch07.check_fixed_sum_of_squares),
     ("08_matmul_on_the_gpu", "tiled_global_reads", ch08.check_tiled_global_reads),
     ("08_matmul_on_the_gpu", "load_phase", ch08.check_load_phase),
+    ("06_gpu_programming_model", "make_map", ch06.check_map),
+    ("07_reductions_and_shared_memory", "block_sum_rows", ch07.check_block_sum),
+    ("08_matmul_on_the_gpu", "make_tiled_matmul", ch08.check_tiled_matmul),
     ("09_cpu_vs_gpu_speed", "median_time", ch09.check_median_time),
     ("09_cpu_vs_gpu_speed", "matmul_intensity", ch09.check_matmul_intensity),
     ("09_cpu_vs_gpu_speed", "attainable_gflops", ch09.check_attainable_gflops),
@@ -49,10 +52,15 @@ def make_learner():
 
 
 def define(source: str, name: str):
-    """Run a cell's source in the namespace the chapters set up, and return ``name``."""
-    return notebook_solutions.define(source, name, {
+    """Run a cell's source in the namespace the chapters set up, and return ``name``
+    (8.3's kernel calls the chapter's load_phase, the solution of 8.2)."""
+    namespace = {
         "np": np, "cuda": cuda, "float64": float64, "math": math, "THREADS": ch07.THREADS,
-        "time": __import__("time"), "statistics": __import__("statistics")})
+        "time": __import__("time"), "statistics": __import__("statistics")}
+    if name != "load_phase" and "load_phase(" in source:
+        namespace["load_phase"] = define(solution_source("08_matmul_on_the_gpu", "load_phase"),
+                                         "load_phase")
+    return notebook_solutions.define(source, name, namespace)
 
 
 @pytest.mark.parametrize("notebook, name, checker", EXERCISES, ids=[e[1] for e in EXERCISES])
