@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 from numba import cuda, float64  # module level: the simulator swaps `cuda` in a kernel's globals
 
+from ..kernels._simulator import uninitialised_shared
 from .core import Feedback, Mismatch, Test, check, expect_true, unseen_rng
 from .kernel_runs import (first_index, is_device_function, is_stub, launch_on_host_arrays,
                           launch_within_bounds, negative_index_test)
@@ -99,7 +100,7 @@ def tiled_matmul_with(load_phase: Callable, tile: int):
     return tiled_matmul
 
 
-LOAD_CASES = [(8, 8, 8, 4), (10, 13, 7, 4), (3, 5, 2, 4), (6, 2, 9, 2)]
+LOAD_CASES = [(8, 8, 8, 4), (10, 13, 7, 4), (3, 5, 2, 4), (6, 2, 9, 2), (5, 3, 4, 4)]
 
 
 def check_load_phase(load_phase: Callable) -> Feedback:
@@ -118,8 +119,9 @@ def check_load_phase(load_phase: Callable) -> Feedback:
             A, B = rng.integers(-4, 5, size=(M, K)).astype(np.float64), \
                 rng.integers(-4, 5, size=(K, N)).astype(np.float64)
             grid = (_ceil_div(N, tile), _ceil_div(M, tile))
-            *_, got = launch_on_host_arrays(tiled_matmul_with(load_phase, tile), grid, (tile, tile),
-                                            A, B, np.full((M, N), np.nan))
+            with uninitialised_shared():  # as on a GPU: a slot never written is garbage
+                *_, got = launch_on_host_arrays(tiled_matmul_with(load_phase, tile), grid,
+                                                (tile, tile), A, B, np.full((M, N), np.nan))
             expected = A @ B
             if np.array_equal(got, expected):
                 return
@@ -169,11 +171,12 @@ def tiled_product_test(make_tiled_matmul: Callable, M: int, K: int, N: int, tile
         if is_stub(make_tiled_matmul):
             raise NotImplementedError
         A, B = _operands(M, K, N, seed)
-        *_, got = launch_within_bounds(
-            make_tiled_matmul(tile), _grid(M, N, tile, extra), (tile, tile), A, B,
-            np.full((M, N), np.nan),
-            hint="a thread whose row or column is past the edge of A, B or C must not touch "
-                 "it: store 0 in its tile slot, and skip the final write")
+        with uninitialised_shared():  # as on a GPU: a slot never written is garbage
+            *_, got = launch_within_bounds(
+                make_tiled_matmul(tile), _grid(M, N, tile, extra), (tile, tile), A, B,
+                np.full((M, N), np.nan),
+                hint="a thread whose row or column is past the edge of A, B or C must not "
+                     "touch it: store 0 in its tile slot, and skip the final write")
         expected = A @ B
         if np.array_equal(got, expected):
             return

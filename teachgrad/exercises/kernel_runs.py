@@ -76,7 +76,8 @@ def first_index(mask: np.ndarray) -> int | tuple[int, ...]:
     return position[0] if len(position) == 1 else position
 
 
-def launch_within_bounds(kernel: Any, grid: Any, block: Any, *args: Any, hint: str) -> list[np.ndarray]:
+def launch_within_bounds(kernel: Any, grid: Any, block: Any, *args: Any,
+                         hint: str) -> list[np.ndarray]:
     """:func:`launch_on_host_arrays`, with a thread that went past the end of an array
     (the simulator checks bounds; the error arrives wrapped by the stream) reported as a
     :class:`~teachgrad.exercises.core.Mismatch` that says so, with ``hint``."""

@@ -27,7 +27,8 @@ The parts (``tg.exercises.parts()`` lists them with what each receives and retur
   param``, the update ``tg.optim.SGD`` / ``tg.optim.Adam`` make to each parameter.
 - ``cuda.map`` / ``cuda.reduce`` / ``cuda.matmul``: the kernels the ``cuda`` device runs
   for one-argument operations, sums and matrix products (``make_map(fn)``, a
-  ``block_sum(x, out)`` kernel, ``make_matmul(tile)``; see :mod:`teachgrad.kernels.parts`).
+  ``block_sum_rows(x, out)`` kernel, ``make_tiled_matmul(tile)``; see
+  :mod:`teachgrad.kernels.parts`).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The kernels the ``cuda`` device runs, as replaceable parts: your map, reduction and matmul.
 
 Three parts of the engine's registry (:mod:`teachgrad.autograd.parts`) are
-kernels. While one is plugged (``tg.exercises.plug("cuda.matmul", make_matmul)``)
+kernels. While one is plugged (``tg.exercises.plug("cuda.matmul", make_tiled_matmul)``)
 every matching operation on a ``cuda`` tensor launches *your* kernel: a forward,
 its backward, an optimizer step, a training loop. The engine chooses each
 launch's configuration, as it does for its own kernels:
@@ -13,14 +13,14 @@ launch's configuration, as it does for its own kernels:
     ``kernel[blocks, threads](out, x)`` with :func:`elementwise.launch_config`
     (``blocks * threads`` is often less than ``n``: use a grid-stride loop).
     Every one-argument operation on ``cuda`` runs on it.
-``cuda.reduce``: ``block_sum(x, out)``, a kernel
+``cuda.reduce``: ``block_sum_rows(x, out)``, a kernel
     ``x`` is ``(rows, n)``, ``out`` is ``(rows, blocks)``; launched as
-    ``block_sum[(blocks, rows), REDUCE_THREADS](x, out)`` with
+    ``block_sum_rows[(blocks, rows), REDUCE_THREADS](x, out)`` with
     ``blocks = ceil(n / REDUCE_THREADS)``. Block ``(b, r)`` must write
     ``out[r, b] = x[r, b*T:(b+1)*T].sum()`` (``T = REDUCE_THREADS``). The engine
     launches it again on ``out`` until one column is left. Every ``sum`` on
     ``cuda`` (``mean`` too, and the sums of broadcast gradients) runs on it.
-``cuda.matmul``: ``make_matmul(tile) -> kernel(A, B, C)``
+``cuda.matmul``: ``make_tiled_matmul(tile) -> kernel(A, B, C)``
     2-D contiguous ``A (M, K)``, ``B (K, N)``, ``C (M, N)``; launched as
     ``kernel[(ceil(N / tile), ceil(M / tile)), (tile, tile)](A, B, C)`` with
     ``tile = MATMUL_TILE``, once per matrix of a batch. Thread ``(ty, tx)`` of
@@ -263,12 +263,13 @@ MAP = registry.declare(
             "kernel[elementwise.launch_config(n)](out, x)",
     engine=engine_map, install=_installer("map", run_map, _map_kernels))
 REDUCE = registry.declare(
-    "cuda.reduce", receives="a @cuda.jit kernel block_sum(x, out): x (rows, n), out (rows, blocks)",
-    returns=f"nothing: block (b, r) of block_sum[(blocks, rows), {REDUCE_THREADS}] writes "
+    "cuda.reduce", receives="a @cuda.jit kernel block_sum_rows(x, out): x (rows, n), "
+                            "out (rows, blocks)",
+    returns=f"nothing: block (b, r) of block_sum_rows[(blocks, rows), {REDUCE_THREADS}] writes "
             f"out[r, b] = x[r, b*{REDUCE_THREADS}:(b+1)*{REDUCE_THREADS}].sum()",
     engine=engine_block_sum, install=_installer("reduce", run_reduce, None))
 MATMUL = registry.declare(
-    "cuda.matmul", receives="make_matmul(tile): the tile size",
+    "cuda.matmul", receives="make_tiled_matmul(tile): the tile size",
     returns="a @cuda.jit kernel(A, B, C) setting C = A @ B (2-D); launched as "
             "kernel[(ceil(N/tile), ceil(M/tile)), (tile, tile)](A, B, C)",
     engine=engine_matmul, install=_installer("matmul", run_matmul, _matmul_kernels))

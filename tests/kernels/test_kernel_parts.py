@@ -179,7 +179,8 @@ def test_wrong_values_are_named_with_the_engine_answer():
 
 def test_a_factory_that_returns_no_kernel_is_stopped():
     with plugged("cuda.matmul", lambda tile: (lambda A, B, C: None)):
-        with pytest.raises(PartError, match=r"cuda\.matmul .* returned .*expected a @cuda.jit kernel"):
+        with pytest.raises(PartError,
+                           match=r"cuda\.matmul .* returned .*expected a @cuda.jit kernel"):
             on_cuda(np.ones((2, 2))) @ on_cuda(np.ones((2, 2)))
 
 

@@ -217,7 +217,8 @@ def make_tile_in_thread_zero(tile):
     def tile_in_thread_zero(A, B, C):
         if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0:
             for r in range(cuda.blockIdx.y * tile, min((cuda.blockIdx.y + 1) * tile, C.shape[0])):
-                for c in range(cuda.blockIdx.x * tile, min((cuda.blockIdx.x + 1) * tile, C.shape[1])):
+                last_col = min((cuda.blockIdx.x + 1) * tile, C.shape[1])
+                for c in range(cuda.blockIdx.x * tile, last_col):
                     acc = 0.0
                     for k in range(A.shape[1]):
                         acc += A[r, k] * B[k, c]

@@ -52,15 +52,10 @@ def make_learner():
 
 
 def define(source: str, name: str):
-    """Run a cell's source in the namespace the chapters set up, and return ``name``
-    (8.3's kernel calls the chapter's load_phase, the solution of 8.2)."""
-    namespace = {
+    """Run a cell's source in the namespace the chapters set up, and return ``name``."""
+    return notebook_solutions.define(source, name, {
         "np": np, "cuda": cuda, "float64": float64, "math": math, "THREADS": ch07.THREADS,
-        "time": __import__("time"), "statistics": __import__("statistics")}
-    if name != "load_phase" and "load_phase(" in source:
-        namespace["load_phase"] = define(solution_source("08_matmul_on_the_gpu", "load_phase"),
-                                         "load_phase")
-    return notebook_solutions.define(source, name, namespace)
+        "time": __import__("time"), "statistics": __import__("statistics")})
 
 
 @pytest.mark.parametrize("notebook, name, checker", EXERCISES, ids=[e[1] for e in EXERCISES])
