@@ -124,14 +124,16 @@ class ThreadMap(StaticSVG, widgets.VBox):
         n: number of elements.
         blocks, threads_per_block: the launch configuration.
         colour_by: ``"block"``, ``"thread"`` or ``"pass"``.
+        kernel: a map kernel ``kernel(out, x)`` of yours (e.g. ``make_map(fn)``) to launch
+            instead of teachgrad's; its record is read from the simulator's access log.
 
     Attributes:
         record: the latest :class:`~teachgrad.kernels.record.LaunchRecord`.
     """
 
     def __init__(self, n: int = 40, blocks: int = 2, threads_per_block: int = 8,
-                 colour_by: str = "block", op: str = "mul") -> None:
-        self.op = op
+                 colour_by: str = "block", op: str = "mul", kernel: Any = None) -> None:
+        self.op, self.kernel = op, kernel
         self.n_slider = widgets.IntSlider(n, 1, MAX_ELEMENTS, description="elements",
                                           continuous_update=False)
         self.blocks_slider = widgets.IntSlider(blocks, 1, MAX_BLOCKS, description="blocks",
@@ -153,9 +155,11 @@ class ThreadMap(StaticSVG, widgets.VBox):
     def relaunch(self) -> None:
         """Launch the kernel with the sliders' configuration and record it."""
         from teachgrad.kernels.record import record_elementwise
+        from teachgrad.kernels.record_yours import map_launch_record
 
-        self.record = record_elementwise(self.n_slider.value, self.blocks_slider.value,
-                                         self.threads_slider.value, op=self.op)
+        launch = (self.n_slider.value, self.blocks_slider.value, self.threads_slider.value)
+        self.record = (record_elementwise(*launch, op=self.op) if self.kernel is None
+                       else map_launch_record(self.kernel, *launch))
         self._draw()
 
     def _draw(self) -> None:

@@ -138,16 +138,21 @@ class TileView(StaticSVG, widgets.VBox):
         M, K, N: ``A`` is ``M x K``, ``B`` is ``K x N``.
         tile: tile size (threads per block: ``tile * tile``).
         out_tile: which output tile (block row, block column) to follow.
+        make_matmul: a tiled kernel factory of yours (``make_matmul(tile) -> kernel(A, B, C)``)
+            to launch instead of teachgrad's; its record is read from the simulator's log.
 
     Attributes:
         record: the :class:`~teachgrad.kernels.record.TileRecord` of the launch.
     """
 
     def __init__(self, M: int = 6, K: int = 10, N: int = 7, tile: int = 4,
-                 out_tile: tuple[int, int] = (0, 0)) -> None:
+                 out_tile: tuple[int, int] = (0, 0), make_matmul: Any = None) -> None:
         from teachgrad.kernels.record import record_tiled_matmul
+        from teachgrad.kernels.record_yours import tiled_launch_record
 
-        self.record = record_tiled_matmul(M, K, N, tile=tile, out_tile=out_tile)
+        self.record = (record_tiled_matmul(M, K, N, tile=tile, out_tile=out_tile)
+                       if make_matmul is None else
+                       tiled_launch_record(make_matmul, M, K, N, tile=tile, out_tile=out_tile))
         last = len(self.record.steps) - 1
         self.back_button = widgets.Button(description="back", icon="step-backward")
         self.next_button = widgets.Button(description="next", icon="step-forward")

@@ -31,6 +31,12 @@ from .view_strides import view_strides
 #: The matmul kernel the backend uses: "naive", "tiled" or "register".
 MATMUL_KERNEL = "register"
 
+#: A learner's kernels, while plugged (``tg.exercises.plug("cuda.map" | "cuda.reduce" |
+#: "cuda.matmul", ...)``; :mod:`teachgrad.kernels.parts` fills and empties it):
+#: "map" / "reduce" / "matmul" -> the function that runs the operation with that kernel.
+#: Empty, the backend pays one dict read per operation.
+PLUGGED: dict = {}
+
 
 def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     try:
@@ -72,7 +78,7 @@ class CudaBackend(Backend):
     # -- elementwise ------------------------------------------------------------
     def unary(self, op: str, x: StridedArray) -> StridedArray:
         out = new_array(x.shape, x.dtype)
-        elementwise.unary(op, out, x)
+        (PLUGGED["map"] if PLUGGED and "map" in PLUGGED else elementwise.unary)(op, out, x)
         return out
 
     def binary(self, op: str, a, b) -> StridedArray:
@@ -110,7 +116,10 @@ class CudaBackend(Backend):
             return self.full(out_shape, 0, x.dtype)
         # move the reduced axes last and lay the rows out back to back
         rows_view = self._dense(self.permute(x, kept + axes), (rows, n))
-        result = reduce_kernels.reduce_rows(op, rows_view)
+        if PLUGGED and op == "sum" and "reduce" in PLUGGED:
+            result = PLUGGED["reduce"](rows_view)
+        else:
+            result = reduce_kernels.reduce_rows(op, rows_view)
         return StridedArray(result, out_shape, contiguous_strides(out_shape), 0)
 
     def arg_reduce(self, op: str, x: StridedArray, axis, keepdims: bool) -> StridedArray:
@@ -149,7 +158,8 @@ class CudaBackend(Backend):
             A = self._as_batched(a2, batch_shape, batch)
             B = self._as_batched(b2, batch_shape, batch)
             C = out.buffer.reshape(batch, M, N)
-            matmul_kernels.KERNELS[MATMUL_KERNEL](A, B, C)
+            run = PLUGGED.get("matmul") if PLUGGED else None
+            (run or matmul_kernels.KERNELS[MATMUL_KERNEL])(A, B, C)
         # drop the axes that 1-D operands gained
         if a.ndim == 1:
             out = self.reshape(out, out_shape[:-2] + out_shape[-1:])
@@ -242,4 +252,4 @@ class CudaBackend(Backend):
         x = self.contiguous(x)
         return x.buffer[x.offset:x.offset + x.size].reshape(shape)
 
-__all__ = ["CudaBackend", "MATMUL_KERNEL"]
+__all__ = ["CudaBackend", "MATMUL_KERNEL", "PLUGGED"]

@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 
 from .core import Feedback, Mismatch, Test, check, expect_true, unseen_rng
-from .kernel_runs import first_index, is_stub, launch_on_host_arrays
+from .kernel_runs import first_index, is_stub, launch_on_host_arrays, launch_within_bounds
 
 #: (elements, blocks, threads per block, what the case is about)
 SAXPY_CASES = [
@@ -165,3 +165,109 @@ def check_passes_per_thread(passes_per_thread: Callable) -> Feedback:
     return check("6.2", [make(*case) for case in PASSES_CASES + unseen],
                  candidate=passes_per_thread,
                  solved="your counts match what the threads of a real launch did.")
+
+
+# -- exercise 6.3: the map kernel the cuda device runs ------------------------------------
+
+#: (elements, blocks, threads per block, what the launch is about); the engine's own
+#: launches (``elementwise.launch_config``) are among the shapes these cover.
+MAP_LAUNCHES = [
+    (100, 2, 32, "fewer threads than elements: several passes"),
+    (10, 3, 32, "more blocks than needed: most threads find nothing"),
+    (83, 3, 8, "a ragged size: the last pass is partial"),
+    (37, 1, 1, "a single thread"),
+    (64, 2, 32, "exactly one element per thread"),
+]
+
+
+def _map_functions() -> dict:
+    """Scalar device functions the map is built for (the engine's own)."""
+    from ..kernels import ops
+
+    return {"tanh": (ops.tanh, np.tanh), "neg": (ops.neg, np.negative),
+            "relu": (ops.relu, lambda v: np.maximum(v, 0.0))}
+
+
+def _launch_map(kernel, n: int, blocks: int, threads: int, values: np.ndarray) -> np.ndarray:
+    """``kernel[blocks, threads](out, x)`` with ``out`` filled with NaN; returns ``out``."""
+    out, _ = launch_within_bounds(
+        kernel, blocks, threads, np.full(n, np.nan), values,
+        hint="with more threads than elements, a thread must check i < out.size before it "
+             "touches out[i] (a range() loop stops by itself)")
+    return out
+
+
+def map_launch_test(make_map: Callable, n: int, blocks: int, threads: int, about: str,
+                    name: str = "tanh", seed: int = 0) -> Test:
+    def run() -> None:
+        if is_stub(make_map):
+            raise NotImplementedError
+        device_fn, numpy_fn = _map_functions()[name]
+        values = np.random.default_rng(seed).normal(size=n) * 3
+        got = _launch_map(make_map(device_fn), n, blocks, threads, values)
+        expected = numpy_fn(values)
+        if np.allclose(got, expected, rtol=1e-12, atol=1e-12):
+            return
+        i = first_index(~np.isclose(got, expected, rtol=1e-12, atol=1e-12))
+        if np.isnan(got[i]):
+            hint = (f"element {i} was never written; a grid of {blocks * threads} thread(s) "
+                    "covers more elements only if each thread keeps going: step by "
+                    "cuda.gridsize(1)")
+        else:
+            hint = f"out[i] must be fn(x[i]), the function make_map was given ({name} here)"
+        raise Mismatch(f"wrong value at element {i}", expected[i], got[i], hint)
+
+    return Test(f"make_map({name}) on n = {n}, launched as [{blocks}, {threads}] ({about})", run)
+
+
+def _negate(value):
+    return -value
+
+
+def map_spread_test(make_map: Callable, n: int = 45, blocks: int = 2, threads: int = 8) -> Test:
+    """Who wrote each element of ``out`` in a recorded launch: the grid-stride pattern,
+    each element once (one thread doing everything gives the right numbers too)."""
+    def run() -> None:
+        from ..kernels.record import record_accesses
+
+        if is_stub(make_map):
+            raise NotImplementedError
+        # (a plain Python function: the simulator replays it on a GPU machine too)
+        record = record_accesses(make_map(_negate), blocks, threads, np.zeros(n),
+                                 np.arange(1.0, n + 1))
+        out = next(iter(record.arrays))  # (the kernel's first parameter, whatever its name)
+        writes = record.counts(out, "W")
+        if (writes > 1).any():
+            i = first_index(writes > 1)
+            raise Mismatch(f"element {i} was written {int(writes[i])} times", show_values=False,
+                           hint="each element belongs to one thread: start at cuda.grid(1) and "
+                                "step by cuda.gridsize(1)")
+        owner, expected = record.owner(out, "W"), np.arange(n) % (blocks * threads)
+        if not np.array_equal(owner, expected):
+            i = first_index(owner != expected)
+            busy = int((record.per_thread("W", out) > 0).sum())
+            raise Mismatch(f"element {i} was written by thread {owner[i]}, not {expected[i]}; "
+                           f"{busy} of the {blocks * threads} threads wrote anything",
+                           show_values=False,
+                           hint="spread the work: thread g takes g, g + S, g + 2S ... with "
+                                "g = cuda.grid(1) and S = cuda.gridsize(1)")
+
+    return Test(f"who wrote each element: n = {n}, [{blocks}, {threads}], recorded", run)
+
+
+def check_map(make_map: Callable) -> Feedback:
+    """Exercise 6.3: ``make_map(fn)`` -> a grid-stride kernel ``(out, x)``, then the ``cuda``
+    device's map: plugged into ``cuda.map``, it runs tanh in a small MLP's training."""
+    from .kernel_workloads import plugged_training_test
+
+    rng = unseen_rng()
+    unseen = (int(rng.integers(40, 150)), int(rng.integers(1, 5)), int(rng.choice([4, 8, 16])),
+              "an unseen size and grid")
+    tests = [map_launch_test(make_map, *case) for case in MAP_LAUNCHES + [unseen]]
+    tests += [map_launch_test(make_map, 29, 2, 8, "another function", "relu", seed=3),
+              map_launch_test(make_map, 29, 2, 8, "another function", "neg", seed=4),
+              map_spread_test(make_map),
+              plugged_training_test("cuda.map", make_map, "map kernel")]
+    return check("6.3", tests, candidate=make_map,
+                 solved="your grid-stride map is the kernel the cuda device runs for tanh, "
+                        "relu, exp ...: the MLP trained on it as on the engine's own.")

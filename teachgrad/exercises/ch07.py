@@ -19,7 +19,8 @@ from typing import Callable
 import numpy as np
 
 from .core import Feedback, Mismatch, Test, check, unseen_rng
-from .kernel_runs import first_index, is_stub, launch_on_host_arrays, python_function
+from .kernel_runs import (first_index, is_stub, launch_on_host_arrays, launch_within_bounds,
+                          negative_index_test, python_function)
 
 #: Threads per block the chapter's kernels are written for (a power of two).
 THREADS = 32
@@ -60,10 +61,10 @@ def first_race(kernel) -> str | None:
     return _race_report(kernel).first_problem()
 
 
-def race_test(kernel, exercise_hint: str) -> Test:
+def race_test(kernel, exercise_hint: str, report_of=_race_report, about: str = RACE_INPUT) -> Test:
     """A test that fails if the race check finds a race or a barrier some threads skip."""
     def run() -> None:
-        report = _race_report(kernel)
+        report = report_of(kernel)
         if report.barrier_mismatches:
             raise Mismatch("a barrier is not reached by every thread of the block: "
                            + report.barrier_mismatches[0].describe(),
@@ -73,10 +74,10 @@ def race_test(kernel, exercise_hint: str) -> Test:
             raise Mismatch(f"the race check found a race: {report.races[0].describe()}",
                            hint=exercise_hint, show_values=False)
 
-    return Test(f"race check: {RACE_INPUT}", run)
+    return Test(f"race check: {about}", run)
 
 
-def tree_test(kernel) -> Test:
+def tree_test(kernel, report_of=_race_report, about: str = RACE_INPUT) -> Test:
     """A test that the block's threads shared the work as a tree in shared memory.
 
     A tree over ``THREADS`` slots has ``log2(THREADS)`` levels, each closed by a
@@ -86,7 +87,7 @@ def tree_test(kernel) -> Test:
     levels = THREADS.bit_length() - 1
 
     def run() -> None:
-        report = _race_report(kernel)
+        report = report_of(kernel)
         shared = [a for a in report.accesses if a.kind in "RW"]
         if not shared:
             raise Mismatch("your kernel never used shared memory", show_values=False,
@@ -106,7 +107,7 @@ def tree_test(kernel) -> Test:
                      f"({THREADS // 2} threads at the first level), then everyone waits at a "
                      "barrier")
 
-    return Test(f"how the work was shared: {RACE_INPUT}", run)
+    return Test(f"how the work was shared: {about}", run)
 
 
 def blame_race(kernel, wrong: Mismatch) -> Mismatch:
@@ -269,3 +270,125 @@ def check_fixed_sum_of_squares(fixed_sum_of_squares: Callable) -> Feedback:
                            "by another with no barrier in between; add one there"))
     return check("7.2", tests, candidate=fixed_sum_of_squares,
                  solved="no race left: every read of a neighbour's slot waits for its write.")
+
+
+# -- exercise 7.3: the reduction the cuda device runs --------------------------------------
+
+#: (rows, elements per row, extra blocks, what the case is about)
+ROW_SUM_CASES = [
+    (1, 32, 0, "one full block"),
+    (3, 100, 0, "three rows of four blocks, the last block partly empty"),
+    (2, 7, 0, "one block per row, mostly empty"),
+    (1, 1, 0, "a single element"),
+    (2, 45, 1, "more blocks than needed: the extra block sums nothing, 0"),
+]
+
+
+def _row_sum_values(rows: int, n: int, seed: int) -> np.ndarray:
+    """Mixed signs, a row whose sum is exactly 0, integers (every sum exact)."""
+    values = np.random.default_rng(seed).integers(-9, 10, size=(rows, n)).astype(np.float64)
+    if rows > 1:
+        values[1] = np.concatenate([values[0][: n // 2], -values[0][: n // 2],
+                                    np.zeros(n % 2)])  # sums to 0 exactly
+    return values
+
+
+def run_row_sums(block_sum, values: np.ndarray, extra_blocks: int = 0) -> np.ndarray:
+    """``block_sum[(blocks, rows), THREADS](x, out)``, out filled with NaN; returns ``out``."""
+    rows, n = values.shape
+    blocks = -(-n // THREADS) + extra_blocks
+    out = np.full((rows, blocks), np.nan)
+    _, got = launch_within_bounds(
+        block_sum, (blocks, rows), THREADS, values, out,
+        hint="a thread whose element i is past the end of its row (i >= x.shape[1]) puts 0 in "
+             "its slot instead of reading x")
+    return got
+
+
+def row_sum_test(block_sum, rows: int, n: int, extra: int, about: str, seed: int = 0) -> Test:
+    def run() -> None:
+        if is_stub(block_sum):
+            raise NotImplementedError
+        values = _row_sum_values(rows, n, seed)
+        got = run_row_sums(block_sum, values, extra)
+        padded = np.pad(values, ((0, 0), (0, got.shape[1] * THREADS - n)))
+        expected = padded.reshape(rows, got.shape[1], THREADS).sum(axis=2)
+        if np.array_equal(got, expected):
+            return
+        r, b = first_index(got != expected)
+        if np.isnan(got[r, b]) and r > 0 and not np.isnan(got[0]).any():
+            hint = (f"row {r} was never written while row 0 was: block (b, r) sums row r, "
+                    "and r is cuda.blockIdx.y")
+        elif np.isnan(got[r, b]):
+            hint = ("out[row, blockIdx.x] was never written: thread 0 writes partial[0] at the "
+                    "end, for every block (blockIdx.x) and row (blockIdx.y)")
+        elif r > 0 and got[r, b] == expected[0, b]:
+            hint = "row r gave row 0's sum: block (b, r) sums row r, and r is cuda.blockIdx.y"
+        else:
+            hint = ("each level, thread t < step adds partial[t + step] into partial[t]; a "
+                    "barrier (at the loop's level, outside the `if`) separates the levels")
+        raise blame_row_race(block_sum, Mismatch(
+            f"wrong sum for row {r}, block {b} (elements {b * THREADS} to "
+            f"{min((b + 1) * THREADS, n) - 1})", expected[r, b], got[r, b], hint))
+
+    return Test(f"{rows} row(s) of {n}, launched as [({-(-n // THREADS) + extra}, {rows}), "
+                f"{THREADS}] ({about})", run)
+
+
+ROW_RACE_INPUT = f"2 rows of 45 (ragged), launched as [(2, 2), {THREADS}]"
+
+
+def _row_race_report(block_sum):
+    from ..kernels.race import race_check
+
+    return race_check(block_sum, (2, 2), THREADS, _row_sum_values(2, 45, 1), np.zeros((2, 2)))
+
+
+def blame_row_race(block_sum, wrong: Mismatch) -> Mismatch:
+    problem = _row_race_report(block_sum).first_problem()
+    if problem is not None:
+        wrong.hint = f"the race check found a problem, which explains a wrong answer: {problem}"
+    return wrong
+
+
+def row_sum_spread_test(block_sum) -> Test:
+    """From a recorded ragged launch: no negative index, and each block's sum written once,
+    by one thread (32 threads storing the same value is 31 stores too many)."""
+    def run() -> None:
+        from ..kernels.record import record_accesses
+
+        if is_stub(block_sum):
+            raise NotImplementedError
+        record = record_accesses(block_sum, (2, 2), THREADS, _row_sum_values(2, 45, 1),
+                                 np.zeros((2, 2)))
+        negative_index_test(record)
+        out = list(record.arrays)[1]
+        writers = record.per_thread("W", out)
+        if (writers > 1).any() or (record.counts(out, "W") > 1).any():
+            many = int((writers > 0).sum())
+            raise Mismatch(f"{many} threads wrote into {out} for 4 block sums: each block's "
+                           "sum is written once, by one thread", 4, many,
+                           "after the tree, let thread 0 alone (if t == 0:) write partial[0]")
+
+    return Test(f"who wrote what: {ROW_RACE_INPUT}, recorded", run)
+
+
+def check_block_sum(block_sum: Callable) -> Feedback:
+    """Exercise 7.3: ``block_sum(x, out)`` over the rows of ``x``, the ``cuda`` device's
+    sum: plugged into ``cuda.reduce``, it sums a small MLP's loss and bias gradients."""
+    from .kernel_workloads import plugged_training_test
+
+    rng = unseen_rng()
+    unseen = (int(rng.integers(1, 4)), int(rng.integers(33, 130)), int(rng.integers(0, 2)),
+              "an unseen size")
+    tests = [row_sum_test(block_sum, *case) for case in ROW_SUM_CASES]
+    tests.append(row_sum_test(block_sum, *unseen, seed=int(rng.integers(2**31))))
+    tests.append(race_test(block_sum, "a cuda.syncthreads() must separate every write to shared "
+                                      "memory from the reads of other threads",
+                           _row_race_report, ROW_RACE_INPUT))
+    tests.append(tree_test(block_sum, _row_race_report, ROW_RACE_INPUT))
+    tests.append(row_sum_spread_test(block_sum))
+    tests.append(plugged_training_test("cuda.reduce", block_sum, "block_sum kernel"))
+    return check("7.3", tests, candidate=block_sum,
+                 solved="your tree reduction is the kernel the cuda device sums with: the MLP's "
+                        "loss and gradients came out of it.")

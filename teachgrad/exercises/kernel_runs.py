@@ -74,3 +74,40 @@ def first_index(mask: np.ndarray) -> int | tuple[int, ...]:
     """The first position where ``mask`` is true, as an int (1-D) or a tuple."""
     position = tuple(int(i) for i in np.argwhere(mask)[0])
     return position[0] if len(position) == 1 else position
+
+
+def launch_within_bounds(kernel: Any, grid: Any, block: Any, *args: Any,
+                         hint: str) -> list[np.ndarray]:
+    """:func:`launch_on_host_arrays`, with a thread that went past the end of an array
+    (the simulator checks bounds; the error arrives wrapped by the stream) reported as a
+    :class:`~teachgrad.exercises.core.Mismatch` that says so, with ``hint``."""
+    from ..streams.stream import KernelError
+    from .core import Mismatch
+
+    try:
+        return launch_on_host_arrays(kernel, grid, block, *args)
+    except (IndexError, KernelError) as error:
+        cause = error.__cause__ if isinstance(error, KernelError) else error
+        if not isinstance(cause, IndexError):
+            raise
+        raise Mismatch(f"a thread went past the end of an array ({cause})", show_values=False,
+                       hint=hint) from None
+
+
+def negative_index_test(record) -> None:
+    """Raise a Mismatch for the first access at a negative index in a recorded launch.
+
+    Python (and so the simulator) wraps ``partial[-1]`` around to the last slot, so such a
+    kernel can give right numbers here; on a GPU it reads or writes outside the array.
+    """
+    from .core import Mismatch
+
+    for access in record.accesses:
+        if any(i < 0 for i in access.index):
+            raise Mismatch(
+                f"thread {access.thread} of block {access.block} "
+                f"{'wrote' if access.kind == 'W' else 'read'} "
+                f"{access.array}[{', '.join(map(str, access.index))}]: a negative index wraps "
+                "around in Python and in the simulator, but on a GPU it is outside the array",
+                show_values=False, hint="check the index arithmetic: each thread's slot is its "
+                                        "own number, from 0")

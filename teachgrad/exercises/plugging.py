@@ -25,6 +25,10 @@ The parts (``tg.exercises.parts()`` lists them with what each receives and retur
   ``backward:Sum`` ...): ``backward(ctx, grad) -> gradients``, one operation's formula.
 - ``optim.sgd_step`` / ``optim.adam_step``: ``step(param, grad, state, group) -> new
   param``, the update ``tg.optim.SGD`` / ``tg.optim.Adam`` make to each parameter.
+- ``cuda.map`` / ``cuda.reduce`` / ``cuda.matmul``: the kernels the ``cuda`` device runs
+  for one-argument operations, sums and matrix products (``make_map(fn)``, a
+  ``block_sum_rows(x, out)`` kernel, ``make_tiled_matmul(tile)``; see
+  :mod:`teachgrad.kernels.parts`).
 """
 from __future__ import annotations
 
@@ -34,9 +38,12 @@ from ..autograd import parts as _parts
 from ..autograd.parts import Part, PartError
 
 
-def _declare_all() -> None:
-    """Import the modules that declare parts, so every part can be named."""
+def _declare_all(name: str | None = None) -> None:
+    """Import the modules that declare parts, so every part can be named (the kernel
+    parts, which bring numba, only when one of them is named or all are listed)."""
     from .. import nn, optim  # noqa: F401  (optim declares its steps; nn, its operations)
+    if name is None or name.startswith("cuda."):
+        from ..kernels import parts  # noqa: F401  (declares cuda.map, cuda.reduce, cuda.matmul)
 
 
 def plug(part: str, fn: Callable) -> Part:
@@ -45,20 +52,20 @@ def plug(part: str, fn: Callable) -> Part:
     Returns the :class:`~teachgrad.autograd.parts.Part`; ``part.calls`` counts how
     often your function ran since.
     """
-    _declare_all()
+    _declare_all(part if isinstance(part, str) else None)
     return _parts.plug(part, fn)
 
 
 def unplug(part: str | None = None) -> None:
     """Give the engine its own ``part`` back (every plugged part when ``part`` is None)."""
-    _declare_all()
+    _declare_all(part if isinstance(part, str) else "")
     for name in [part] if part is not None else list(_parts.plugged_parts()):
         _parts.unplug(name)
 
 
 def plugged(part: str, fn: Callable) -> Any:
     """``with tg.exercises.plugged(part, fn): ...``: ``fn`` is the part inside the block only."""
-    _declare_all()
+    _declare_all(part if isinstance(part, str) else None)
     return _parts.plugged(part, fn)
 
 

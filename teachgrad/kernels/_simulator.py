@@ -114,10 +114,32 @@ def _shared_array(self, shape, dtype, alignment=None):
         array = self._allocations.get(caller)
         if array is None:
             array = np.empty(shape, dtype)
+            if _shared_fill is not None and dtype.kind == "f":
+                array.fill(_shared_fill)
             if _trace is not None:
                 array = TracedShared(array, _array_name(*caller), _trace)
             self._allocations[caller] = array
     return array
+
+
+_shared_fill: float | None = None  # what new float shared arrays start with (None: np.empty's)
+
+
+@contextlib.contextmanager
+def uninitialised_shared(value: float = np.nan):
+    """Inside, new float shared arrays start filled with ``value``.
+
+    On a GPU, shared memory starts with whatever the last block left there; ``np.empty``
+    here usually gives zeros, which hides a kernel that reads a slot it never wrote.
+    Filled with NaN, such a read shows in the result.
+    """
+    global _shared_fill
+    patch_simulator()
+    before, _shared_fill = _shared_fill, value
+    try:
+        yield
+    finally:
+        _shared_fill = before
 
 
 # -- tracing shared memory ----------------------------------------------------------

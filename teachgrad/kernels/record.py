@@ -277,6 +277,7 @@ class AccessRecord:
     shared: set[str]
     accesses: list[Access]
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  #: every array, shared too
+    barriers: int = 0  #: barriers passed, summed over threads
 
     @property
     def threads_per_block(self) -> int:
@@ -352,7 +353,7 @@ def record_accesses(kernel, grid, block, *args) -> AccessRecord:
     shared = {a.array for a in accesses} - set(arrays)
     shapes.update({name: a.shape for name, a in arrays.items()})
     return AccessRecord(function.__name__, _dim3(grid), _dim3(block), arrays, shared, accesses,
-                        shapes)
+                        shapes, sum(entry[5] == "B" for entry in log))
 
 
 @contextmanager

@@ -101,3 +101,22 @@ def test_mismatches_from_barrier_lines_directly():
     assert mismatch.most[1] == mismatch.fewest[1] == 2
     assert "the threads passed different barriers" in mismatch.describe()
     assert mismatch.line == 9 and [t[0] for t in mismatch.skipped] == [1]
+
+
+@cuda.jit
+def reads_slot_one(out):
+    slots = cuda.shared.array(2, float64)
+    slots[0] = 1.0
+    cuda.syncthreads()
+    out[0] = slots[0] + slots[1] * 0.0  # slot 1 was never written
+
+
+def test_uninitialised_shared_memory_shows_a_slot_never_written():
+    """np.empty usually hands the simulator zeros; a GPU hands whatever was there."""
+    from teachgrad.exercises.kernel_runs import launch_on_host_arrays
+    from teachgrad.kernels import _simulator
+
+    with _simulator.uninitialised_shared():
+        [poisoned] = launch_on_host_arrays(reads_slot_one, 1, 1, np.zeros(1))
+    assert np.isnan(poisoned[0])
+    assert _simulator._shared_fill is None  # np.empty's contents again afterwards

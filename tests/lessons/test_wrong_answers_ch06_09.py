@@ -267,6 +267,23 @@ def test_load_phase_without_guards():
     rejected(ch08.check_load_phase(load_without_guards), "IndexError", "check the guards")
 
 
+@cuda.jit(device=True)
+def load_without_zeroing_a(A, B, a_tile, b_tile, row, col, phase):
+    tile = a_tile.shape[0]
+    ty, tx = cuda.threadIdx.y, cuda.threadIdx.x
+    k_a, k_b = phase * tile + tx, phase * tile + ty
+    if row < A.shape[0] and k_a < A.shape[1]:
+        a_tile[ty, tx] = A[row, k_a]  # past the edge, the slot keeps what it held
+    b_tile[ty, tx] = B[k_b, col] if k_b < B.shape[0] and col < B.shape[1] else 0.0
+
+
+def test_load_phase_that_leaves_a_slot_unwritten_is_rejected():
+    """B's zeros hide A's stale slots only while those hold numbers; a slot never written
+    holds garbage on a GPU (NaN in the checker's simulator), and NaN * 0 is NaN."""
+    rejected(ch08.check_load_phase(load_without_zeroing_a), "wrong value at C[", "got:      nan",
+             "must be set to 0")
+
+
 # -- 9.1 -----------------------------------------------------------------------------------------
 
 def upper_median(times):

@@ -1,0 +1,199 @@
+"""The kernels the ``cuda`` device runs as replaceable parts (cuda.map, cuda.reduce,
+cuda.matmul): the engine's own kernels plugged back in give exactly its results, a
+learner's kernel is launched by every matching operation, and its mistakes are stopped
+with the part's and the kernel's name (in the simulator, on ragged sizes)."""
+import teachgrad as tg  # first: chooses GPU or simulator before numba loads
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from teachgrad.backends import cuda_backend
+from teachgrad.exercises import PartError, parts, plug, plugged, unplug
+from teachgrad.kernels import parts as kernel_parts
+from teachgrad.kernels.ops import UNARY
+
+rng = np.random.default_rng(11)
+
+
+@pytest.fixture(autouse=True)
+def _engine_kernels_back():
+    yield
+    unplug()
+
+
+def on_cuda(a):
+    return tg.tensor(np.asarray(a), device="cuda")
+
+
+def test_the_kernel_parts_are_listed_with_their_contracts():
+    listed = parts()
+    for name in ("cuda.map", "cuda.reduce", "cuda.matmul"):
+        assert name in listed and listed[name].receives and listed[name].returns
+
+
+def test_unplugged_the_backend_has_nothing_plugged():
+    with plugged("cuda.map", kernel_parts.engine_map):
+        assert set(cuda_backend.PLUGGED) == {"map"}
+    assert cuda_backend.PLUGGED == {}
+
+
+#: The one-argument kernels, by the tensor function that launches them.
+TENSOR_FUNCTIONS = {op: getattr(tg, op) for op in UNARY if hasattr(tg, op)}
+TENSOR_FUNCTIONS["neg"] = lambda t: -t
+
+
+def test_every_public_one_argument_op_is_covered():
+    assert {"exp", "log", "tanh", "sigmoid", "relu", "neg", "abs", "sqrt"} <= set(TENSOR_FUNCTIONS)
+
+
+@pytest.mark.parametrize("op", sorted(TENSOR_FUNCTIONS))
+def test_the_engine_map_plugged_gives_exactly_the_engine_results(op):
+    values = rng.normal(size=(7, 10)) * 3  # 70 elements: more than the 2 x 32 threads launched
+    x = on_cuda(values).transpose(0, 1)  # a strided input: made contiguous for the part
+    fn = TENSOR_FUNCTIONS[op]
+    expected = fn(x).cpu().numpy()
+    with plugged("cuda.map", kernel_parts.engine_map) as part:
+        got = fn(x).cpu().numpy()
+    assert part.calls == 1
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 70, 1100])
+def test_the_engine_reduction_plugged_gives_exactly_the_engine_results(n):
+    values = rng.integers(-50, 50, size=(3, n)).astype(np.float64)  # exact sums in any order
+    x = on_cuda(values)
+    expected_rows, expected_all = x.sum(1).cpu().numpy(), x.sum().item()
+    with plugged("cuda.reduce", kernel_parts.engine_block_sum) as part:
+        rows, total = x.sum(1).cpu().numpy(), x.sum().item()
+    np.testing.assert_array_equal(rows, expected_rows)
+    assert total == expected_all == values.sum()
+    assert part.calls == passes(n) + passes(3 * n)  # (rows of n, then one row of 3n)
+
+
+def passes(n: int) -> int:
+    """Launches until one value is left: each leaves one value per 32."""
+    return 1 if n <= 32 else 1 + passes(-(-n // 32))
+
+
+def test_a_float32_sum_on_the_plugged_reduction_is_close_to_the_engine():
+    x = on_cuda(rng.normal(size=(4, 77)).astype(np.float32))
+    expected = x.sum(1).cpu().numpy()
+    with plugged("cuda.reduce", kernel_parts.engine_block_sum):
+        got = x.sum(1).cpu().numpy()
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shapes", [((5, 11), (11, 9)), ((2, 5, 3), (3, 17)),
+                                    ((1, 8), (8, 8)), ((7,), (7, 3)), ((2, 3, 4), (2, 4, 5))])
+def test_the_engine_matmul_plugged_gives_exactly_the_engine_results(shapes):
+    a, b = (on_cuda(rng.normal(size=s)) for s in shapes)
+    expected = (a @ b).cpu().numpy()
+    with plugged("cuda.matmul", kernel_parts.engine_matmul) as part:
+        got = (a @ b).cpu().numpy()
+    np.testing.assert_array_equal(got, expected)
+    batch = int(np.prod(np.broadcast_shapes(a.shape[:-2], b.shape[:-2])))
+    assert part.calls == max(batch, 1)
+
+
+def test_a_training_step_on_the_plugged_kernels_matches_the_engine():
+    tg.manual_seed(0)
+    model = tg.nn.Sequential(tg.nn.Linear(5, 6), tg.nn.Tanh(), tg.nn.Linear(6, 2)).to("cuda")
+    model = model.double()
+    assert all(p.dtype == tg.float64 for p in model.parameters())
+    x = on_cuda(rng.normal(size=(9, 5)))
+    y = on_cuda(rng.normal(size=(9, 2)))
+
+    def grads():
+        model.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        return [loss.item()] + [p.grad.cpu().numpy() for p in model.parameters()]
+
+    expected = grads()
+    with plugged("cuda.map", kernel_parts.engine_map) as mapped, \
+            plugged("cuda.reduce", kernel_parts.engine_block_sum) as summed, \
+            plugged("cuda.matmul", kernel_parts.engine_matmul) as multiplied:
+        got = grads()
+    # tanh; the mean and the bias gradients; 2 products forward, 3 backward (x needs none)
+    assert mapped.calls == 1 and summed.calls >= 3 and multiplied.calls == 5
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)  # bit for bit
+
+
+# -- a learner's mistakes, stopped with the part's and the kernel's name ----------------------
+
+def make_single_pass_map(fn):
+    @cuda.jit
+    def single_pass_map(out, x):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = fn(x[i])
+    return single_pass_map
+
+
+def test_elements_nobody_wrote_are_named():
+    x = on_cuda(np.linspace(-1, 1, 70))
+    with plugged("cuda.map", make_single_pass_map):
+        with pytest.raises(PartError, match=r"cuda\.map kernel single_pass_map .* at index 64 "
+                                            r"of 70 elements \(exp\) \(never written") as caught:
+            tg.exp(x)
+    assert caught.value.part == "cuda.map"
+
+
+@cuda.jit
+def unguarded_block_sum(x, out):
+    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.y, cuda.blockIdx.x] = x[cuda.blockIdx.y, i + 40]
+
+
+def test_an_exception_in_the_kernel_points_at_the_learners_line():
+    with plugged("cuda.reduce", unguarded_block_sum):
+        with pytest.raises(PartError, match=r"in your cuda\.reduce kernel unguarded_block_sum "
+                                            r".*IndexError.*test_kernel_parts\.py, line \d+: "
+                                            r"`out\[cuda\.blockIdx\.y"):
+            on_cuda(np.ones((2, 10))).sum()
+
+
+def make_transposed_matmul(tile):
+    @cuda.jit
+    def swapped(A, B, C):
+        row, col = cuda.grid(2)  # x is the column: this swaps them
+        if row < C.shape[0] and col < C.shape[1]:
+            acc = 0.0
+            for k in range(A.shape[1]):
+                acc += A[row, k] * B[k, col]
+            C[row, col] = acc
+    return swapped
+
+
+def test_wrong_values_are_named_with_the_engine_answer():
+    a, b = on_cuda(rng.normal(size=(5, 3))), on_cuda(rng.normal(size=(3, 9)))
+    with plugged("cuda.matmul", make_transposed_matmul):
+        with pytest.raises(PartError, match=r"cuda\.matmul kernel swapped .* at index \(\d, \d\) "
+                                            r"of C \(5, 9\).*the engine's own kernel gives"):
+            a @ b
+
+
+def test_a_factory_that_returns_no_kernel_is_stopped():
+    with plugged("cuda.matmul", lambda tile: (lambda A, B, C: None)):
+        with pytest.raises(PartError,
+                           match=r"cuda\.matmul .* returned .*expected a @cuda.jit kernel"):
+            on_cuda(np.ones((2, 2))) @ on_cuda(np.ones((2, 2)))
+
+
+def test_a_factory_that_raises_names_the_part():
+    def make_map(fn):
+        raise ValueError("not yet")
+    with plugged("cuda.map", make_map):
+        with pytest.raises(PartError, match=r"in your cuda\.map .*make_map\(exp\) raised "
+                                            r"ValueError: not yet"):
+            tg.exp(on_cuda(np.ones(3)))
+
+
+def test_plug_validates_before_it_changes_anything():
+    with pytest.raises(TypeError, match="needs a function"):
+        plug("cuda.matmul", 3)
+    assert cuda_backend.PLUGGED == {}
