@@ -9,6 +9,7 @@
 #                  over the reference notebooks
 #   make book      the Jupyter Book site, from the notebooks' stored outputs
 #   make learner   the learner edition of the notebooks, into build/learner/
+#   make course    an nbgrader course of the chapters, into course/ (COURSE=... elsewhere)
 #   make bench     the benchmarks, results into benchmarks/results/
 #   make clean     remove build outputs (keeps .venv)
 
@@ -24,7 +25,7 @@ BENCH_RESULTS := benchmarks/results
 # extra arguments, e.g. make bench BENCH_ARGS=--quick
 BENCH_ARGS ?=
 
-.PHONY: lab lab-solutions test book learner bench clean system-deps
+.PHONY: lab lab-solutions test book learner course bench clean system-deps
 
 # -- environment -----------------------------------------------------------------------
 
@@ -84,6 +85,15 @@ book: $(VENV)/.installed-book
 
 learner: $(VENV)/.installed-test
 	$(BIN)/python scripts/make_learner.py --out build/learner
+
+# The instructor's nbgrader course: config (kept once written) and source/ from the
+# chapters; its gradebook and submissions are never touched (nor removed by `make clean`).
+COURSE ?= course
+# e.g. COURSE_ARGS="--assignment week1 --points 2 notebooks/01_why_ml_systems.ipynb"
+COURSE_ARGS ?=
+
+course: $(VENV)/.installed-lab+grading
+	$(BIN)/python scripts/nbgrader_course.py --course $(COURSE) $(COURSE_ARGS)
 
 bench: $(VENV)/.installed-test
 	mkdir -p $(BENCH_RESULTS)
