@@ -17,7 +17,8 @@ conversion, exercise by exercise (:func:`teachgrad.exercises.grading.graded_exer
   lines the learner edition (``scripts/make_learner.py``) stubs, so that
   ``nbgrader generate_assignment`` releases what the learner edition shows;
 * the cell that calls the checker becomes an **autograder test** worth
-  ``--points``: ``assert ch03.check_x(x).passed``. It prints the checker's
+  ``--points``: ``assert ch03.check_x(x).passed`` (or, when the cell names the
+  result, ``solved_3_4 = ch03.check_x(x)`` then ``assert solved_3_4.passed``). It prints the checker's
   ✅/❌/⏳ message as in the book and fails unless the checker says solved, so
   ``nbgrader autograde`` gives the score the checkers give.
 
@@ -87,10 +88,13 @@ def _answer_cell(cell: NotebookNode, exercise: GradedExercise) -> None:
 
 def _check_cell(cell: NotebookNode, exercise: GradedExercise, points: int) -> None:
     unit = "point" if points == 1 else "points"
-    cell.source = (
-        f"# Exercise {exercise.number} ({points} {unit}): solved when the checker says so.\n"
-        f"assert {exercise.call}.passed, "
-        f'"Exercise {exercise.number} is not solved: see the checker\'s message above"')
+    feedback = exercise.result_name or exercise.call
+    lines = [f"# Exercise {exercise.number} ({points} {unit}): solved when the checker says so."]
+    if exercise.result_name:  # later cells read the Feedback by this name
+        lines.append(exercise.check_statement())
+    lines.append(f"assert {feedback}.passed, "
+                 f'"Exercise {exercise.number} is not solved: see the checker\'s message above"')
+    cell.source = "\n".join(lines)
     cell.metadata["nbgrader"] = _nbgrader_metadata(f"{exercise.grade_id}_check",
                                                    answer=False, points=points)
 

@@ -12,7 +12,8 @@ A grader needs three facts about each exercise: which cell holds the answer,
 which cell checks it, and the exercise's number (for stable names and a score
 sheet). :func:`graded_exercises` finds them in a notebook's cells, read as
 plain data: nothing in a cell is run here, and a check cell must be one plain
-call ``chNN.check_name(answer, ...)`` of a checker that exists in this package.
+call ``chNN.check_name(answer, ...)`` of a checker that exists in this package,
+or that call's result given a name (``solved_3_4 = chNN.check_name(...)``).
 The number comes from the checker itself, the one it prints in its messages.
 
 :func:`mark_answers` marks, in a solution cell, the lines a learner writes,
@@ -31,7 +32,7 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .core import Feedback
 from .edition import SOLUTION_TAG, _body_start, _functions_to_stub, _rules_to_blank
@@ -57,6 +58,8 @@ class GradedExercise:
         checker: the checker's name, e.g. ``"check_linear_mse_grads"``.
         call: the check cell's call without comments, e.g.
             ``"ch03.check_linear_mse_grads(linear_mse_grads)"``.
+        result_name: the name the check cell gives the checker's Feedback
+            (``solved_2_4 = ch02.check_...(...)``, read by later cells), or None.
     """
 
     number: str
@@ -65,6 +68,13 @@ class GradedExercise:
     module: str
     checker: str
     call: str
+    result_name: str | None = None
+
+    def check_statement(self) -> str:
+        """The check cell's statement, without comments."""
+        if self.result_name is None:
+            return self.call
+        return f"{self.result_name} = {self.call}"
 
     @property
     def grade_id(self) -> str:
@@ -88,18 +98,33 @@ def _is_solution(cell: Mapping[str, Any]) -> bool:
     return cell.get("cell_type") == "code" and SOLUTION_TAG in tags
 
 
-def _checker_call(source: str) -> tuple[str, str, str] | None:
-    """``(module, checker, call)`` when ``source`` is one call ``chNN.check_x(...)``, else
-    None; ``call`` is the call as Python prints it back (no comments).
+class _CheckCall(NamedTuple):
+    module: str
+    checker: str
+    call: str
+    result_name: str | None
+    answers: int  # positional arguments: the learner's functions or classes
 
-    The arguments must be names or constants: the answer under test and options."""
+
+def _checker_call(source: str) -> _CheckCall | None:
+    """The checker call when ``source`` is one statement ``chNN.check_x(...)`` or
+    ``name = chNN.check_x(...)``, else None.
+
+    The arguments must be names or constants (the answers under test, options);
+    ``call`` is the call as Python prints it back, without comments."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
+    if len(tree.body) != 1:
         return None
-    call = tree.body[0].value
+    statement, result_name = tree.body[0], None
+    if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)):
+        result_name = statement.targets[0].id
+    elif not isinstance(statement, ast.Expr):
+        return None
+    call = statement.value
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
             and isinstance(call.func.value, ast.Name)
             and call.func.attr.startswith(CHECKER_PREFIX)):
@@ -107,7 +132,8 @@ def _checker_call(source: str) -> tuple[str, str, str] | None:
     values = list(call.args) + [keyword.value for keyword in call.keywords]
     if not call.args or not all(isinstance(v, (ast.Name, ast.Constant)) for v in values):
         return None
-    return call.func.value.id, call.func.attr, ast.unparse(call)
+    return _CheckCall(call.func.value.id, call.func.attr, ast.unparse(call), result_name,
+                      len(call.args))
 
 
 def find_checker(module: str, checker: str) -> Callable[..., Feedback]:
@@ -123,16 +149,22 @@ def find_checker(module: str, checker: str) -> Callable[..., Feedback]:
     return found
 
 
-def exercise_number(checker: Callable[..., Feedback]) -> str:
+def exercise_number(checker: Callable[..., Feedback], answers: int = 1) -> str:
     """The number a checker gives its exercise (``"3.1"``), asked without running any test.
 
-    Given ``None`` (nothing filled in) every checker answers "not solved yet"
-    at once, naming its exercise; its printed message is swallowed.
+    Given ``None`` for each of its ``answers`` (nothing filled in), every checker
+    answers "not solved yet" at once, naming its exercise; its printed message
+    is swallowed.
     """
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # e.g. "cuda runs in the simulator": not news here
-        feedback = checker(None)
     name = getattr(checker, "__qualname__", repr(checker))
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. "cuda runs in the simulator": not news here
+            feedback = checker(*[None] * answers)
+    except Exception as err:
+        raise ExerciseLayoutError(f"{name}, given nothing filled in, raised "
+                                  f"{type(err).__name__}: {err}; a checker should answer "
+                                  "'not solved yet' with its Feedback") from err
     if not isinstance(feedback, Feedback):
         raise ExerciseLayoutError(f"{name} returned {type(feedback).__name__}, not a Feedback")
     if not EXERCISE_NUMBER.fullmatch(feedback.exercise):
@@ -154,16 +186,15 @@ def graded_exercises(cells: Sequence[Mapping[str, Any]]) -> list[GradedExercise]
         if not _is_solution(cell):
             continue
         check_index, found = _next_check(cells, index)
-        module, checker, call = found
-        number = exercise_number(find_checker(module, checker))
+        number = exercise_number(find_checker(found.module, found.checker), found.answers)
         if any(e.number == number for e in exercises):
             raise ExerciseLayoutError(f"exercise {number} is checked twice (cell {check_index})")
-        exercises.append(GradedExercise(number, index, check_index, module, checker, call))
+        exercises.append(GradedExercise(number, index, check_index, found.module, found.checker,
+                                        found.call, found.result_name))
     return exercises
 
 
-def _next_check(cells: Sequence[Mapping[str, Any]],
-                solution: int) -> tuple[int, tuple[str, str, str]]:
+def _next_check(cells: Sequence[Mapping[str, Any]], solution: int) -> tuple[int, _CheckCall]:
     for index in range(solution + 1, len(cells)):
         cell = cells[index]
         if _is_solution(cell):

@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from teachgrad.exercises import check
 from teachgrad.exercises.edition import learner_stub
 from teachgrad.exercises.grading import (
     ExerciseLayoutError, exercise_number, find_checker, graded_exercises, mark_answers,
@@ -64,7 +65,8 @@ def test_graded_exercises_of_chapter_3():
     assert [e.grade_id for e in found] == ["ex3_1", "ex3_2", "ex3_3"]
     for exercise in found:
         assert "solution" in cells[exercise.solution_cell].metadata["tags"]
-        assert cells[exercise.check_cell].source.strip() == exercise.call
+        assert cells[exercise.check_cell].source.strip() == exercise.check_statement()
+        assert exercise.result_name is None
         assert exercise.module == "ch03" and exercise.call.startswith(f"ch03.{exercise.checker}(")
 
 
@@ -84,6 +86,36 @@ def test_a_check_cell_after_other_cells_is_found_and_comments_are_dropped():
     assert exercise.call == "ch01.check_mma_flops(mma_flops)"
 
 
+def test_a_check_cell_may_name_the_feedback_and_pass_several_answers():
+    cells = [code_cell("def mma_flops(m, n, k):\n    return 2 * m * n * k", ("solution",)),
+             code_cell("solved_1_2 = ch01.check_mma_flops(mma_flops)"),
+             code_cell("def tflops(sms, cores, ghz):\n    return sms * cores * ghz", ("solution",)),
+             code_cell("ch01.check_peak_fp32_tflops(tflops, quiet=False)")]
+    first, second = graded_exercises(cells)
+    assert (first.number, first.result_name) == ("1.2", "solved_1_2")
+    assert first.check_statement() == "solved_1_2 = ch01.check_mma_flops(mma_flops)"
+    assert second.number == "1.1" and second.call == "ch01.check_peak_fp32_tflops(tflops, quiet=False)"
+    source = course_script.nbgrader_source(nbformat.v4.new_notebook(cells=cells))
+    # the name is kept for the cells that read it, and the test asserts on it
+    assert source.cells[1].source.splitlines()[1:] == [
+        "solved_1_2 = ch01.check_mma_flops(mma_flops)",
+        "assert solved_1_2.passed, \"Exercise 1.2 is not solved: see the checker's message above\""]
+
+
+def test_a_checker_is_asked_its_number_with_nothing_for_each_answer():
+    seen = []
+
+    def check_pair(first, second):
+        seen.append((first, second))
+        return check("9.9", [], solved="both", candidate=first)
+
+    assert exercise_number(check_pair, answers=2) == "9.9" and seen == [(None, None)]
+    with pytest.raises(ExerciseLayoutError, match="check_pair, given nothing filled in, raised TypeError"):
+        exercise_number(check_pair)
+    with pytest.raises(ExerciseLayoutError, match="returned bool, not a Feedback"):
+        exercise_number(lambda answer: True)
+
+
 @pytest.mark.parametrize("cells, problem", [
     ([code_cell("def f(x):\n    return x", ("solution",)), code_cell("f(1)")],
      "has no check after it"),
@@ -95,6 +127,9 @@ def test_a_check_cell_after_other_cells_is_found_and_comments_are_dropped():
      "no checker module 'os'"),
     ([code_cell("def f(x):\n    return x", ("solution",)), code_cell("ch01.check_nothing(f)")],
      "has no checker 'check_nothing'"),
+    ([code_cell("def f(x):\n    return x", ("solution",)),
+      code_cell("a, b = ch01.check_mma_flops(f)"), code_cell("ch01.check_mma_flops(f())")],
+     "has no check after it"),
     ([code_cell("def f(x):\n    return x", ("solution",)), code_cell("ch01.check_mma_flops(f)"),
       code_cell("def g(x):\n    return x", ("solution",)), code_cell("ch01.check_mma_flops(g)")],
      "exercise 1.2 is checked twice"),
