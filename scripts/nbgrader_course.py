@@ -17,10 +17,11 @@ conversion, exercise by exercise (:func:`teachgrad.exercises.grading.graded_exer
   lines the learner edition (``scripts/make_learner.py``) stubs, so that
   ``nbgrader generate_assignment`` releases what the learner edition shows;
 * the cell that calls the checker becomes an **autograder test** worth
-  ``--points``: ``assert ch03.check_x(x).passed`` (or, when the cell names the
-  result, ``solved_3_4 = ch03.check_x(x)`` then ``assert solved_3_4.passed``). It prints the checker's
+  ``--points``: ``feedback_3_1 = ch03.check_x(x)`` (or the name the chapter gives
+  the result), then ``assert feedback_3_1.passed``. It prints the checker's
   ✅/❌/⏳ message as in the book and fails unless the checker says solved, so
-  ``nbgrader autograde`` gives the score the checkers give.
+  ``nbgrader autograde`` gives the score the checkers give. (nbgrader also fails
+  a test cell that writes to stderr, so the cell shows warnings on stdout.)
 
 Grade ids come from the exercise numbers (``ex3_1_answer``, ``ex3_1_check``), so a
 course made again after the chapters change keeps its gradebook entries.
@@ -88,13 +89,17 @@ def _answer_cell(cell: NotebookNode, exercise: GradedExercise) -> None:
 
 def _check_cell(cell: NotebookNode, exercise: GradedExercise, points: int) -> None:
     unit = "point" if points == 1 else "points"
-    feedback = exercise.result_name or exercise.call
-    lines = [f"# Exercise {exercise.number} ({points} {unit}): solved when the checker says so."]
-    if exercise.result_name:  # later cells read the Feedback by this name
-        lines.append(exercise.check_statement())
-    lines.append(f"assert {feedback}.passed, "
-                 f'"Exercise {exercise.number} is not solved: see the checker\'s message above"')
-    cell.source = "\n".join(lines)
+    # later cells may read the Feedback by the name the chapter gave it
+    name = exercise.result_name or "feedback_" + exercise.number.replace(".", "_")
+    cell.source = "\n".join([
+        f"# Exercise {exercise.number} ({points} {unit}): solved when the checker says so.",
+        "# nbgrader fails a test that writes to stderr: warnings are shown on stdout instead,",
+        "# so that only the checker's verdict counts.",
+        "import contextlib, sys",
+        "with contextlib.redirect_stderr(sys.stdout):",
+        f"    {name} = {exercise.call}",
+        f"assert {name}.passed, "
+        f'"Exercise {exercise.number} is not solved: see the checker\'s message above"'])
     cell.metadata["nbgrader"] = _nbgrader_metadata(f"{exercise.grade_id}_check",
                                                    answer=False, points=points)
 
