@@ -47,8 +47,8 @@ from teachgrad.exercises.grading import GradedExercise, graded_exercises, mark_a
 try:
     from nbgrader.nbgraderformat import SCHEMA_VERSION, MetadataValidator
 except ImportError:  # pragma: no cover - the message is the point
-    sys.exit("nbgrader is not installed: .venv/bin/pip install 'nbgrader>=0.9,<0.10' "
-             "(or pip install -e '.[test]')")
+    sys.exit("nbgrader is not installed: make course installs it, or "
+             ".venv/bin/python -m pip install -e '.[grading]'")
 
 DEFAULT_POINTS = 1
 ASSIGNMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -147,7 +147,7 @@ def write_course(notebooks: Iterable[Path], course: Path, assignment: str | None
         name = assignment or assignment_name(path.stem)
         try:
             source = nbgrader_source(nbformat.read(path, as_version=4), points)
-        except ValueError as err:
+        except (ValueError, OSError) as err:  # not a notebook, or not gradable
             raise ValueError(f"{path}: {err}") from err
         converted.append((course / "source" / name / path.name, source))
     course.mkdir(parents=True, exist_ok=True)
