@@ -14,6 +14,7 @@
 #                  surviving mutant not listed in scripts/equivalent_mutants.toml.
 #                  Report: docs/mutation-report.md. CHECK_ARGS="--jobs 2" etc. (see
 #                  scripts/check_exercises.py --help)
+#   make course    an nbgrader course of the chapters, into course/ (COURSE=... elsewhere)
 #   make bench     the benchmarks, results into benchmarks/results/
 #   make clean     remove build outputs (keeps .venv)
 
@@ -29,7 +30,7 @@ BENCH_RESULTS := benchmarks/results
 # extra arguments, e.g. make bench BENCH_ARGS=--quick
 BENCH_ARGS ?=
 
-.PHONY: lab lab-solutions test book learner bench clean system-deps check-exercises
+.PHONY: lab lab-solutions test book learner course bench clean system-deps check-exercises
 
 # -- environment -----------------------------------------------------------------------
 
@@ -95,6 +96,15 @@ CHECK_ARGS ?=
 
 check-exercises: $(VENV)/.installed-test
 	$(NOTEBOOK_ENV) $(BIN)/python scripts/check_exercises.py --report docs/mutation-report.md $(CHECK_ARGS)
+
+# The instructor's nbgrader course: config (kept once written) and source/ from the
+# chapters; its gradebook and submissions are never touched (nor removed by `make clean`).
+COURSE ?= course
+# e.g. COURSE_ARGS="--assignment week1 --points 2 notebooks/01_why_ml_systems.ipynb"
+COURSE_ARGS ?=
+
+course: $(VENV)/.installed-lab+grading
+	$(BIN)/python scripts/nbgrader_course.py --course $(COURSE) $(COURSE_ARGS)
 
 bench: $(VENV)/.installed-test
 	mkdir -p $(BENCH_RESULTS)
