@@ -362,7 +362,7 @@ def test_sgd_momentum_mistakes_are_named(wrong, says):
 
 
 def _adam(param, grad, state, group, *, bias_correction=True, eps_inside=False, first_t=1,
-          square=True):
+          square=True, eps=True):
     beta1, beta2 = group["betas"]
     if not state:
         state.update(step=first_t - 1, m=tg.zeros_like(param), v=tg.zeros_like(param))
@@ -372,7 +372,7 @@ def _adam(param, grad, state, group, *, bias_correction=True, eps_inside=False, 
     if bias_correction:
         m, v = m / (1 - beta1**(t - first_t + 1 if first_t else t - 1)), \
             v / (1 - beta2**(t - first_t + 1 if first_t else t - 1))
-    root = (v + group["eps"]).sqrt() if eps_inside else v.sqrt() + group["eps"]
+    root = (v + group["eps"]).sqrt() if eps_inside else v.sqrt() + (group["eps"] if eps else 0)
     return param - group["lr"] * m / root
 
 
@@ -398,6 +398,7 @@ def test_adam_right_answers_are_accepted(right):
     (dict(eps_inside=True), "eps goes outside the square root"),
     (dict(first_t=0), "the first step is t = 1"),
     (dict(square=False), "averages g², not g"),
+    (dict(eps=False), "eps is missing"),
 ])
 def test_adam_mistakes_are_named(options, says):
     _rejected(ch05.check_adam_step(lambda *args: _adam(*args, **options)), says)

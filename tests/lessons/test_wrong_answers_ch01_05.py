@@ -322,6 +322,24 @@ def test_sigmoid_switching_forms_away_from_zero(threshold):
              "some x got sigmoid(-x)", "switch exactly at x = 0")
 
 
+class SigmoidFromTanh(tg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = 0.5 * (1 + tg.tanh(0.5 * x))  # stable for any x: tanh stays in [-1, 1]
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y * (1 - y)
+
+
+@pytest.mark.parametrize("right", [sigmoid_switching_at(0.0), SigmoidFromTanh])
+def test_sigmoid_right_answers_are_accepted(right):
+    assert ch04.check_sigmoid_function(right).passed
+
+
 def test_sigmoid_calling_the_library_sigmoid():
     rejected(ch04.check_sigmoid_function(LibrarySigmoid), "calls the library's sigmoid")
 
