@@ -17,6 +17,47 @@ LIBRARY_CALLS: dict[str, list[tuple[str, str]]] = {
          "a = x.cpu().numpy()\n"
          "return tg.tensor((a - a.min()) / (a.max() - a.min())).to('cuda')"),
     ],
+    # sum-to-shape (2.4): the engine's own, or autograd's (an add's backward sums the broadcast)
+    "ch02.check_sum_to_shape": [
+        ("sum_to_shape", "return tg.autograd.engine.sum_to_shape(grad, shape)"),
+        ("sum_to_shape",
+         "leaf = tg.zeros(*shape, dtype=grad.dtype, device=grad.device, requires_grad=True)\n"
+         "with tg.enable_grad():\n"
+         "    (leaf + tg.zeros_like(grad)).backward(grad)\n"
+         "return leaf.grad"),
+    ],
+    # backward's order (3.4): the engine's own
+    "ch03.check_topological_order": [
+        ("topological_order", "return tg.autograd.engine.visiting_order(root)"),
+    ],
+    # the backward formulas (4.3, 4.4): the engine's own, or autograd through the operation
+    "ch04.check_elementwise_backward": [
+        ("mul_backward", "return tg.autograd.parts.get('backward:Mul').engine(ctx, grad)"),
+        ("div_backward", "return tg.autograd.parts.get('backward:Div').engine(ctx, grad)"),
+        ("mul_backward",
+         "a, b = (t.detach().requires_grad_() for t in ctx.saved_tensors)\n"
+         "with tg.enable_grad():\n"
+         "    return tg.autograd.grad(a * b, (a, b), grad)"),
+        ("div_backward",
+         "a, b = (t.detach().requires_grad_() for t in ctx.saved_tensors)\n"
+         "with tg.enable_grad():\n"
+         "    return tg.autograd.grad(a / b, (a, b), grad)"),
+    ],
+    "ch04.check_matmul_sum_backward": [
+        ("matmul_backward", "return tg.autograd.parts.get('backward:MatMul').engine(ctx, grad)"),
+        ("sum_backward", "return tg.autograd.parts.get('backward:Sum').engine(ctx, grad)"),
+        ("matmul_backward",
+         "a, b = (t.detach().requires_grad_() for t in ctx.saved_tensors)\n"
+         "with tg.enable_grad():\n"
+         "    return tg.autograd.grad(a @ b, (a, b), grad)"),
+    ],
+    # the optimizers' steps (5.4, 5.5): the engine's own
+    "ch05.check_sgd_momentum_step": [
+        ("sgd_momentum_step", "return tg.optim.sgd.sgd_step(param, grad, state, group)"),
+    ],
+    "ch05.check_adam_step": [
+        ("adam_step", "return tg.optim.adam.adam_step(param, grad, state, group)"),
+    ],
     # gradients by hand (3.1): autograd's answer instead
     "ch03.check_linear_mse_grads": [
         ("linear_mse_grads",

@@ -174,9 +174,11 @@ def _broadcast_case(strategies):
     """(shape, grad shape, dtype, layout): an input's shape, a shape it broadcasts to (extra
     leading dimensions, size-1 dimensions stretched), and how the gradient is laid out."""
     sizes = strategies.integers(1, 4)
+    # a size-1 dimension broadcasts to any size, 0 included (an empty batch), now and then
+    stretch = strategies.sampled_from([0, 1, 2, 3, 4, 1, 2, 3, 4, 2, 3, 4])
 
     def grad_shape(shape):
-        stretched = strategies.tuples(*[strategies.integers(1, 4) if n == 1 else
+        stretched = strategies.tuples(*[stretch if n == 1 else
                                         strategies.just(n) for n in shape])
         lead = strategies.lists(sizes, max_size=2).map(tuple)
         return strategies.tuples(strategies.just(shape), strategies.tuples(lead, stretched).map(
@@ -225,7 +227,7 @@ def _sum_to_shape_mismatch(got, grad: np.ndarray, shape: tuple, what: str) -> No
     expect_true(got.dtype == getattr(tg, str(grad.dtype)), f"the result is {got.dtype}, but "
                 f"the gradient was {grad.dtype} ({what})", hint="keep grad's dtype: "
                 "sum and reshape do; don't convert")
-    mean = grad.mean(axis=axes, keepdims=True).reshape(shape) if axes else expected
+    mean = grad.mean(axis=axes, keepdims=True).reshape(shape) if axes and grad.size else expected
     hint = ("sum, not mean: each stretched copy of the value contributed its own gradient"
             if axes and np.allclose(to_numpy(got), mean) else
             "sum over the leading dimensions broadcasting added, and over every dimension "
@@ -249,6 +251,12 @@ def check_sum_to_shape(sum_to_shape: Callable) -> Feedback:
         on((1, 2), (2, 2))   # column means, subtracted from every row
         on((3, 1), (3, 4))   # the column of section 2.3
         on((4,), (3, 4))     # its row
+
+    def empty() -> None:  # broadcast to a size-0 dimension: the gradient is all zeros
+        on((1,), (0,))
+        on((3, 1), (3, 0), layout="expanded")
+        on((2,), (0, 2))
+        on((1, 1), (2, 0), "float32")
 
     def random(case) -> None:
         (shape, grad_shape), dtype, layout = case
@@ -278,6 +286,7 @@ def check_sum_to_shape(sum_to_shape: Callable) -> Feedback:
                         "gradcheck failed with your sum_to_shape plugged in")
 
     tests = [Test("the shapes of section 2.3: (2, 2) -> (1, 2), (3, 4) -> (3, 1) and (4,)", shown),
+             Test("empty gradients: a size-1 dimension broadcast to size 0 sums to zeros", empty),
              property_test("random shapes, float32 and float64, transposed and expanded "
                            "gradients", _broadcast_case, random, examples=60),
              Test("backward and gradcheck through broadcasting ops, with yours plugged in",

@@ -10,7 +10,7 @@ import teachgrad as tg
 
 from .building import plugged_workload, property_test, written_by_the_learner
 from .core import (Feedback, Mismatch, Test, check, counting_backward, expect_close, expect_true,
-                   numerical_gradient, to_numpy, unseen_rng)
+                   numerical_gradient, to_numpy, unseen_rng, watching_ops)
 
 
 def _unseen_seed() -> int:
@@ -39,7 +39,7 @@ def check_linear_mse_grads(linear_mse_grads: Callable) -> Feedback:
         def run() -> None:
             expected_w = numerical_gradient(lambda v: _mse(X, y, v, b), w)
             expected_b = numerical_gradient(lambda v: _mse(X, y, w, float(v)), np.array(b))
-            got = linear_mse_grads(X.copy(), y.copy(), w.copy(), b)
+            got = _by_hand(linear_mse_grads, X.copy(), y.copy(), w.copy(), b)
             expect_true(isinstance(got, tuple) and len(got) == 2,
                         f"return a pair (grad_w, grad_b), not a {type(got).__name__}",
                         hint="end with `return grad_w, grad_b`")
@@ -53,6 +53,23 @@ def check_linear_mse_grads(linear_mse_grads: Callable) -> Feedback:
 
     return check("3.1", [make(*p) for p in problems], candidate=linear_mse_grads,
                  solved="your hand-derived gradients match finite differences.")
+
+
+def _by_hand(linear_mse_grads: Callable, *args) -> object:
+    """Call the learner's function and check, through the engine, that autograd did not
+    do the work: no backward pass ran and no operation recorded a graph node."""
+    with watching_ops() as ops, counting_backward() as passes:
+        got = linear_mse_grads(*args)
+    recorded = [op.function.__name__ for op in ops
+                if any(getattr(out, "grad_fn", None) is not None for out in op.outputs)]
+    expect_true(passes[0] == 0 and not recorded,
+                "your function let autograd compute the gradients ("
+                + (f"{passes[0]} backward pass(es) ran" if passes[0] else
+                   f"a graph was recorded: {', '.join(dict.fromkeys(recorded))}") + ")",
+                hint="the exercise is to derive the gradients by hand: "
+                     "grad_w = 2 X^T (X w + b - y) / n and grad_b = 2 sum(X w + b - y) / n, "
+                     "in numpy, without requires_grad or backward()")
+    return got
 
 
 def _hint(got: np.ndarray, expected: np.ndarray, n: int) -> str:

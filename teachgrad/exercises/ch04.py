@@ -17,6 +17,16 @@ def _stable_sigmoid(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1 / (1 + z), z / (1 + z))
 
 
+def _forward_hint(got: np.ndarray, expected: np.ndarray) -> str:
+    """Name the usual slip: the branch point moved, so some x get sigmoid(-x)."""
+    wrong = ~np.isclose(got, expected, rtol=1e-5, atol=1e-7)
+    if got.shape == expected.shape and wrong.any() \
+            and np.allclose(got[wrong], 1 - expected[wrong], rtol=1e-4, atol=1e-6):
+        return ("some x got sigmoid(-x): the branch must switch exactly at x = 0, "
+                "1/(1+z) for x >= 0 and z/(1+z) for x < 0")
+    return "sigmoid(x) = 1 / (1 + exp(-x)); keep it finite for large |x|"
+
+
 def _is_function_class(candidate: Any) -> bool:
     return isinstance(candidate, type) and issubclass(candidate, tg.autograd.Function)
 
@@ -58,7 +68,7 @@ def check_sigmoid_function(Sigmoid: type) -> Feedback:
                     "at most 1, and pick 1/(1+z) or z/(1+z) with tg.where"), show_values=False)
             expected = _stable_sigmoid(np.array(xs))
             expect_close(y, expected, what="forward output", rtol=1e-5, atol=1e-7,
-                         hint="sigmoid(x) = 1 / (1 + exp(-x)); keep it finite for large |x|")
+                         hint=_forward_hint(np.asarray(to_numpy(y), dtype=np.float64), expected))
             expect_true(y.grad_fn is not None and y.grad_fn.function is Sigmoid,
                         "the output was not made by your Function",
                         hint="return the result of forward; call it through Sigmoid.apply(x)")
@@ -78,9 +88,15 @@ def check_sigmoid_function(Sigmoid: type) -> Feedback:
                          hint="the backward must multiply the incoming grad by y * (1 - y)")
         return Test("a random 2 x 3 float64 x, against finite differences", run)
 
-    unseen = (unseen_rng().normal(size=5) * 30).round(2).tolist()
+    rng = unseen_rng()
+    unseen = (rng.normal(size=5) * 30).round(2).tolist()
+    # Near the branch point both forms must meet: small |x| of both signs (a branch moved
+    # to x >= 1 or x >= -1 picks the wrong form there), and values just past +-1.
+    near_zero = [-1.001, -0.999, -0.5, -1e-3, 1e-3, 0.5, 0.999, 1.001]
+    unseen_near_zero = np.sort(rng.uniform(-2, 2, size=6)).round(3).tolist()
     tests = [one_node_inside(Sigmoid, [-3.0, 0.0, 2.5]),
              values([-3.0, 0.0, 2.5], tg.float32), values([-100.0, 100.0], tg.float32),
+             values(near_zero, tg.float32), values(unseen_near_zero, tg.float64),
              values([-800.0, 800.0], tg.float64), values(unseen, tg.float64),
              one_node_inside(Sigmoid, [-100.0, 100.0]), one_node_inside(Sigmoid, [-800.0, 800.0]),
              finite_differences()]

@@ -187,7 +187,8 @@ def _sgd_trajectory(params: list, grads: list, lr: float, momentum: float, slip:
 def _adam_trajectory(params: list, grads: list, lr: float, betas: tuple, eps: float,
                      slip: str = "") -> list:
     """Each parameter after Adam over ``grads`` (numpy); ``slip`` replays a usual mistake:
-    "no bias correction", "eps inside the root", "step not kept", "no square"."""
+    "no bias correction", "eps inside the root", "step not kept", "no square", "step from 0",
+    "no eps"."""
     beta1, beta2 = betas
     params = [p.copy() for p in params]
     m, v = [np.zeros_like(p) for p in params], [np.zeros_like(p) for p in params]
@@ -206,7 +207,8 @@ def _adam_steps(params: list, grads: list, lr: float, betas: tuple, eps: float, 
             m_hat, v_hat = m[i] / (1 - beta1**t), v[i] / (1 - beta2**t)
             if slip == "no bias correction":
                 m_hat, v_hat = m[i], v[i]
-            root = np.sqrt(v_hat + eps) if slip == "eps inside the root" else np.sqrt(v_hat) + eps
+            root = np.sqrt(v_hat + eps) if slip == "eps inside the root" else \
+                np.sqrt(v_hat) + (0.0 if slip == "no eps" else eps)
             params[i] = params[i] - lr * m_hat / root
     return params
 
@@ -225,25 +227,27 @@ _SLIP_HINTS = {
     "step not kept": "count the steps in state['step'] (1, 2, 3, ...): the bias correction "
                      "depends on it",
     "no square": "the second moment averages g², not g",
+    "no eps": "eps is missing: add group['eps'] to √v̂ (it keeps the step finite where v̂ is 0)",
     "step from 0": "the first step is t = 1: with t = 0, 1 − β1ᵗ is 0 and the bias correction "
                    "divides by zero (increment state['step'] before using it)",
 }
 
 
 def _step_case(strategies):
-    """(number of parameters, shape, dtype, steps, lr, momentum or betas)."""
+    """(number of parameters, shape, dtype, steps, lr, momentum or betas, Adam's eps)."""
     shape = strategies.lists(strategies.integers(1, 4), max_size=3).map(tuple)
     return strategies.tuples(strategies.integers(1, 2), shape,
                              strategies.sampled_from(["float64", "float32"]),
                              strategies.integers(1, 5), strategies.sampled_from([0.5, 0.1, 0.01]),
-                             strategies.sampled_from([0.0, 0.5, 0.9, 0.99]))
+                             strategies.sampled_from([0.0, 0.5, 0.9, 0.99]),
+                             strategies.sampled_from([0.1, 1e-3, 1e-8]))  # (shrinks to 0.1)
 
 
 def _run_steps(step: Callable, case: tuple, group: dict) -> tuple[list, list, list]:
     """Run ``step`` on the case's parameters and gradients as an optimizer would; returns
     the starting parameters, the gradients and the parameters after the learner's steps."""
-    n_params, shape, dtype, n_steps, _, _ = case
-    rng = np.random.default_rng(len(str(case)))
+    n_params, shape, dtype, n_steps = case[:4]
+    rng = np.random.default_rng(len(str(case[:6])))  # (eps, Adam's only, left out)
     start = [rng.normal(size=shape) for _ in range(n_params)]
     grads = [[rng.normal(size=shape) for _ in range(n_params)] for _ in range(n_steps)]
     params = [tg.tensor(p, dtype=getattr(tg, dtype)) for p in start]
@@ -315,7 +319,7 @@ def _step_tests(random: Callable, shown: str, varied: str, part: str, step: Call
                 make_optimizer: Callable) -> list[Test]:
     """The case the chapter shows, random ones, then the chapter's model trained with it."""
     return [Test(f"3 steps of one parameter of shape (2,), lr=0.1, {shown}",
-                 lambda: random((1, (2,), "float64", 3, 0.1, 0.9))),
+                 lambda: random((1, (2,), "float64", 3, 0.1, 0.9, 1e-8))),
             property_test(f"random shapes, steps, learning rates and {varied}, two parameters "
                           "at once", _step_case, random),
             _trains_the_chapters_model(part, step, make_optimizer)]
@@ -345,22 +349,22 @@ def check_sgd_momentum_step(sgd_momentum_step: Callable) -> Feedback:
 def check_adam_step(adam_step: Callable) -> Feedback:
     """Exercise 5.5: Adam's update for one parameter; then the model trains with it."""
     def random(case: tuple) -> None:
-        lr, dtype = case[4], case[2]
+        lr, dtype, eps = case[4], case[2], case[6]
         betas = (0.9, 0.999) if case[5] in (0.0, 0.9) else (case[5], 0.99)
-        group = dict(lr=lr, betas=betas, eps=1e-8, weight_decay=0.0, amsgrad=False,
+        group = dict(lr=lr, betas=betas, eps=eps, weight_decay=0.0, amsgrad=False,
                      maximize=False)
         start, grads, got = _run_steps(adam_step, case, group)
         _expect_same_again(adam_step, case, group, got, "step count and moments")
-        slips = {slip: _adam_trajectory(start, grads, lr, betas, 1e-8, slip) for slip in
-                 ("no bias correction", "eps inside the root", "step not kept", "no square",
-                  "step from 0")}
-        _expect_trajectory(got, _adam_trajectory(start, grads, lr, betas, 1e-8), slips,
-                           f"{len(grads)} step(s), lr={lr}, betas={betas}",
+        slips = {slip: _adam_trajectory(start, grads, lr, betas, eps, slip) for slip in
+                 ("no bias correction", "eps inside the root", "step not kept", "step from 0",
+                  "no square", "no eps")}
+        _expect_trajectory(got, _adam_trajectory(start, grads, lr, betas, eps), slips,
+                           f"{len(grads)} step(s), lr={lr}, betas={betas}, eps={eps}",
                            "m ← β1·m + (1 − β1)·g; v ← β2·v + (1 − β2)·g²; "
                            "θ ← θ − lr·m̂/(√v̂ + eps) with m̂ = m/(1 − β1ᵗ), v̂ = v/(1 − β2ᵗ)",
                            dtype)
 
-    tests = _step_tests(random, "betas=(0.9, 0.999)", "betas", "optim.adam_step", adam_step,
+    tests = _step_tests(random, "betas=(0.9, 0.999)", "betas and eps", "optim.adam_step", adam_step,
                         lambda p: optim.Adam(p, lr=0.05))
     return check("5.5", tests, candidate=adam_step,
                  solved="tg.optim.Adam trained the chapter's model with your Adam step.")

@@ -61,6 +61,15 @@ def only_the_stretched_dims(grad, shape):
     return grad.sum(dim=tuple(dims), keepdim=True) if dims else grad
 
 
+def only_dims_larger_than_one(grad, shape):
+    extra = grad.ndim - len(shape)
+    dims = list(range(extra)) + [extra + i for i, n in enumerate(shape)
+                                 if n == 1 and grad.shape[extra + i] > 1]  # forgets size 0
+    if dims:
+        grad = grad.sum(dim=tuple(dims), keepdim=True)
+    return grad.reshape(shape)
+
+
 def changes_the_dtype(grad, shape):
     return sum_to_shape(grad, shape).double()
 
@@ -76,6 +85,7 @@ def test_sum_to_shape_right_answers_are_accepted(right):
     (lambda grad, shape: grad, "nothing was summed"),
     (only_the_stretched_dims, "leading dimensions broadcasting added"),
     (changes_the_dtype, "keep grad's dtype"),
+    (only_dims_larger_than_one, "a size-1 dimension broadcast to size 0"),
 ])
 def test_sum_to_shape_mistakes_are_named(wrong, says):
     _rejected(ch02.check_sum_to_shape(wrong), says)
@@ -352,7 +362,7 @@ def test_sgd_momentum_mistakes_are_named(wrong, says):
 
 
 def _adam(param, grad, state, group, *, bias_correction=True, eps_inside=False, first_t=1,
-          square=True):
+          square=True, eps=True):
     beta1, beta2 = group["betas"]
     if not state:
         state.update(step=first_t - 1, m=tg.zeros_like(param), v=tg.zeros_like(param))
@@ -362,7 +372,7 @@ def _adam(param, grad, state, group, *, bias_correction=True, eps_inside=False, 
     if bias_correction:
         m, v = m / (1 - beta1**(t - first_t + 1 if first_t else t - 1)), \
             v / (1 - beta2**(t - first_t + 1 if first_t else t - 1))
-    root = (v + group["eps"]).sqrt() if eps_inside else v.sqrt() + group["eps"]
+    root = (v + group["eps"]).sqrt() if eps_inside else v.sqrt() + (group["eps"] if eps else 0)
     return param - group["lr"] * m / root
 
 
@@ -388,6 +398,7 @@ def test_adam_right_answers_are_accepted(right):
     (dict(eps_inside=True), "eps goes outside the square root"),
     (dict(first_t=0), "the first step is t = 1"),
     (dict(square=False), "averages g², not g"),
+    (dict(eps=False), "eps is missing"),
 ])
 def test_adam_mistakes_are_named(options, says):
     _rejected(ch05.check_adam_step(lambda *args: _adam(*args, **options)), says)
@@ -408,3 +419,30 @@ def test_calling_the_engines_own_piece_is_rejected():
               "called the engine's own backward")
     _rejected(ch05.check_sgd_momentum_step(lambda *args: sgd_step(*args)),
               "called the engine's own sgd_step")
+    _rejected(ch05.check_adam_step(lambda *args: tg.optim.adam.adam_step(*args)),
+              "called the engine's own adam_step")
+
+
+def test_letting_autograd_run_the_engines_piece_is_rejected():
+    def sum_to_shape_by_autograd(grad, shape):
+        leaf = tg.zeros(*shape, dtype=grad.dtype, requires_grad=True)
+        with tg.enable_grad():
+            (leaf + tg.zeros_like(grad)).backward(grad)
+        return leaf.grad
+
+    def mul_by_autograd(ctx, grad):
+        a, b = (t.detach().requires_grad_() for t in ctx.saved_tensors)
+        with tg.enable_grad():
+            return tg.autograd.grad(a * b, (a, b), grad)
+
+    def matmul_by_autograd(ctx, grad):
+        a, b = (t.detach().requires_grad_() for t in ctx.saved_tensors)
+        with tg.enable_grad():
+            return tg.autograd.grad(a @ b, (a, b), grad)
+
+    _rejected(ch02.check_sum_to_shape(sum_to_shape_by_autograd),
+              "called the engine's own sum_to_shape")
+    _rejected(ch04.check_elementwise_backward(mul_by_autograd, div_backward),
+              "called the engine's own backward")
+    _rejected(ch04.check_matmul_sum_backward(matmul_by_autograd, sum_backward),
+              "called the engine's own backward")

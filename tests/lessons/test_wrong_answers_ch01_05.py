@@ -10,6 +10,7 @@ on every run, so a table keyed on the inputs a learner has seen cannot pass.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import teachgrad as tg
 from teachgrad import nn
@@ -167,6 +168,31 @@ def test_linear_mse_grads_with_an_unsummed_bias_gradient():
     rejected(ch03.check_linear_mse_grads(unsummed), "grad_b", "sums over samples")
 
 
+def test_linear_mse_grads_by_autograd_instead_of_by_hand():
+    def autograd(X, y, w, b):
+        X_, y_ = tg.tensor(X), tg.tensor(y)
+        w_, b_ = tg.tensor(w, requires_grad=True), tg.tensor(b, requires_grad=True)
+        ((X_ @ w_ + b_ - y_) ** 2).mean().backward()
+        return w_.grad, b_.grad
+    rejected(ch03.check_linear_mse_grads(autograd), "let autograd compute the gradients",
+             "backward pass(es) ran", "derive the gradients by hand")
+
+
+def test_linear_mse_grads_by_autograd_grad_without_backward():
+    def autograd_grad(X, y, w, b):
+        X_, y_ = tg.tensor(X), tg.tensor(y)
+        w_, b_ = tg.tensor(w, requires_grad=True), tg.tensor(b, requires_grad=True)
+        return tg.autograd.grad(((X_ @ w_ + b_ - y_) ** 2).mean(), [w_, b_])
+    rejected(ch03.check_linear_mse_grads(autograd_grad), "a graph was recorded")
+
+
+def test_linear_mse_grads_with_tensors_but_no_graph_is_accepted():
+    def with_tensors(X, y, w, b):
+        residual = tg.tensor(X) @ tg.tensor(w) + b - tg.tensor(y)
+        return (2 * tg.tensor(X).T @ residual / len(y)).numpy(), float(2 * residual.mean())
+    assert ch03.check_linear_mse_grads(with_tensors).passed
+
+
 def test_microbatches_replaced_by_one_full_batch_backward():
     def full_batch(w, X, y, size):
         ((X @ w - y) ** 2).mean().backward()
@@ -272,6 +298,46 @@ class SigmoidBackwardFromInput(tg.autograd.Function):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         return grad * x * (1 - x)
+
+
+def sigmoid_switching_at(threshold):
+    class Sigmoid(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            z = tg.exp(-x.abs())
+            y = tg.where(x >= threshold, 1 / (1 + z), z / (1 + z))
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            (y,) = ctx.saved_tensors
+            return grad * y * (1 - y)
+    return Sigmoid
+
+
+@pytest.mark.parametrize("threshold", [1.0, -1.0, 0.5])
+def test_sigmoid_switching_forms_away_from_zero(threshold):
+    rejected(ch04.check_sigmoid_function(sigmoid_switching_at(threshold)), "x = [-1.001",
+             "some x got sigmoid(-x)", "switch exactly at x = 0")
+
+
+class SigmoidFromTanh(tg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = 0.5 * (1 + tg.tanh(0.5 * x))  # stable for any x: tanh stays in [-1, 1]
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y * (1 - y)
+
+
+@pytest.mark.parametrize("right", [sigmoid_switching_at(0.0), SigmoidFromTanh])
+def test_sigmoid_right_answers_are_accepted(right):
+    assert ch04.check_sigmoid_function(right).passed
 
 
 def test_sigmoid_calling_the_library_sigmoid():
