@@ -7,7 +7,7 @@ from typing import Callable
 import numpy as np
 
 from .ch08b_shared import (BLOCK_ROWS, BLOCKS, NBINS, RADIUS, THREADS, TILE, blamed, not_yet,
-                          race_test)
+                           race_test, several_writers)
 from .core import Feedback, Mismatch, Test, check, unseen_rng
 from .kernel_runs import first_index, launch_on_host_arrays
 
@@ -175,11 +175,12 @@ def check_transpose(transpose: Callable) -> Feedback:
             raise blamed(transpose, Mismatch(
                 f"wrong value at out[{r}, {c}]", A.T[r, c], got[r, c],
                 "out[c, r] = A[r, c]; at the ragged edge, guard both the reads of A and the "
-                "writes of out"), race_args, grid=(1, 1), block=(TILE, BLOCK_ROWS))
+                "writes of out"), race_args, grid=(2, 2), block=(TILE, BLOCK_ROWS))
         return Test(f"A of shape {shape} ({about})", run)
 
-    def race_args() -> tuple:
-        return np.ones((32, 32), np.float32), np.zeros((32, 32), np.float32)
+    def race_args() -> tuple:  # ragged: 2 x 2 tiles, the last ones partly empty
+        A = np.arange(40 * 36, dtype=np.float32).reshape(40, 36)
+        return A, np.zeros(A.T.shape, np.float32)
 
     def patterns() -> Test:
         A = np.arange(40 * 36, dtype=np.float32).reshape(40, 36)
@@ -200,6 +201,12 @@ def check_transpose(transpose: Callable) -> Feedback:
                         hint="neighbouring threads (tx, tx + 1) must touch neighbouring "
                              "elements of a row, for the read from A and for the write to "
                              "out: transpose inside the shared tile, not in global memory")
+            problem = several_writers(record, "out")
+            if problem is not None:
+                raise Mismatch(f"{problem}: several threads writing one cell is a race on a "
+                               "GPU", show_values=False,
+                               hint="each block writes its own TILE x TILE tile of out once: "
+                                    "j runs over the tile's rows 0 .. TILE - 1 only")
             shared = sorted(record.shared)
             if not shared:
                 raise Mismatch("the kernel used no shared memory", show_values=False,
@@ -216,11 +223,12 @@ def check_transpose(transpose: Callable) -> Feedback:
     unseen = unseen_rng()
     tests = [make((32, 32), fixed, "one tile"), make((40, 36), fixed, "ragged: 2 x 2 tiles"),
              make((3, 70), fixed, "a wide, flat matrix"),
-             make(tuple(int(v) for v in unseen.integers(2, 70, size=2)), unseen, "unseen shape"),
+             make((70, 100), fixed, "3 x 4 tiles, ragged both ways"),
+             make(tuple(int(v) for v in unseen.integers(2, 100, size=2)), unseen, "unseen shape"),
              patterns(),
              race_test(transpose, race_args,
-                        "wait at a barrier between filling the tile and reading it back",
-                        grid=(1, 1), block=(TILE, BLOCK_ROWS))]
+                       "wait at a barrier between filling the tile and reading it back",
+                       grid=(2, 2), block=(TILE, BLOCK_ROWS))]
     return check("8b.4", tests, candidate=transpose,
                  solved="coalesced reads and writes, and no bank conflicts in the tile.")
 
