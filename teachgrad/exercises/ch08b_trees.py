@@ -126,13 +126,19 @@ def far_apart_rows(rng: np.random.Generator, cols: int) -> np.ndarray:
     return x
 
 
+WHOLE_ROW_HINT = ("exp(x - m) overflows (or the sum is 0) when m is not this row's max: "
+                  "subtract the max of the whole row, every thread's share through every "
+                  "level of the tree")
+UNWRITTEN = -1.0  #: what out holds before the launch: no softmax value is negative
+
+
 def check_row_softmax(row_softmax: Callable) -> Feedback:
     """Exercise 8b.5: ``row_softmax[rows, THREADS](x, out)``, one block per row."""
     def make(x: np.ndarray, about: str, hint: str = "") -> Test:
         def run() -> None:
             not_yet(row_softmax)
             _, got = launch_on_host_arrays(row_softmax, x.shape[0], THREADS, x,
-                                           np.full(x.shape, np.nan))
+                                           np.full(x.shape, UNWRITTEN))
             expected = softmax_spec(x)
             if np.allclose(got, expected, rtol=1e-9, atol=1e-12):
                 return
@@ -140,11 +146,11 @@ def check_row_softmax(row_softmax: Callable) -> Feedback:
             hint = ("per row: the max (a tree over every thread's share), then the sum of "
                     "exp(x - max) (a tree), then exp(x - max) / sum; each thread takes "
                     "columns t, t + THREADS, ...")
-            if np.isnan(got[:, THREADS:]).any():
+            if (got[:, THREADS:] == UNWRITTEN).any():
                 hint = (f"columns past the first {THREADS} were never written: each thread "
                         "must loop over columns t, t + THREADS, ... of its row")
             elif not np.all(np.isfinite(got)):
-                hint = OVERFLOW_HINT + " (the max of the whole row, every thread's share)"
+                hint = WHOLE_ROW_HINT
             raise blamed(row_softmax, Mismatch(f"wrong value at out[{r}, {c}]", expected[r, c],
                                                 got[r, c], hint),
                           _softmax_race_args, grid=3)
@@ -158,13 +164,13 @@ def check_row_softmax(row_softmax: Callable) -> Feedback:
              make((fixed.normal(size=(2, 40)) * 3).round(3), "rows longer than a block"),
              make((fixed.normal(size=(4, 70)) * 3).round(3), "ragged"),
              make(spiked_rows(fixed, SPIKES), "each row's max in a different thread's share",
-                  OVERFLOW_HINT),
+                  WHOLE_ROW_HINT),
              make(far_apart_rows(fixed, 64), "rows far apart, masked logits (-inf)",
-                  OVERFLOW_HINT),
+                  WHOLE_ROW_HINT),
              make((unseen.normal(size=(int(unseen.integers(2, 6)), n)) * 3).round(3),
                   "unseen shape and values"),
              make(spiked_rows(unseen, unseen.integers(1, 70, size=4)),
-                  "unseen, a max in an unseen place", OVERFLOW_HINT),
+                  "unseen, a max in an unseen place", WHOLE_ROW_HINT),
              race_test(row_softmax, _softmax_race_args,
                        "a barrier after every write to the shared array, and one after "
                        "everyone has read part[0], before the array is reused", grid=3),
@@ -263,7 +269,9 @@ def check_row_argmax(row_argmax: Callable) -> Feedback:
                 hint = "out[r] was never written: thread 0 writes the winner's index at the end"
             elif got[r] < 0 and np.isneginf(x[r]).all():
                 hint = ("every value of this row is -inf, and np.argmax gives 0: a thread "
-                        "takes its first column whatever its value (-inf > -inf is false)")
+                        "takes its first column whatever its value (-inf > -inf is false), "
+                        "and an empty slot (a thread with no column) never wins, not even "
+                        "a tie")
             elif got[r] < 0:
                 hint = (f"{got[r]} is not a column: every column of the row must be "
                         "visited by exactly the threads that own it, from column 0")
