@@ -156,7 +156,7 @@ def transpose_in_global_memory(A, out):
             out[col, row] = A[row, col]
 
 
-def transpose_kernel(*, padded=True, barrier=True):
+def transpose_kernel(*, padded=True, barrier=True, rows_written=TILE):
     width = TILE + 1 if padded else TILE
 
     @cuda.jit
@@ -171,7 +171,7 @@ def transpose_kernel(*, padded=True, barrier=True):
         if barrier:
             cuda.syncthreads()
         col = cuda.blockIdx.y * TILE + tx
-        for j in range(ty, TILE, BLOCK_ROWS):
+        for j in range(ty, rows_written, BLOCK_ROWS):
             row = cuda.blockIdx.x * TILE + j
             if row < out.shape[0] and col < out.shape[1]:
                 out[row, col] = tile[tx, j]

@@ -13,26 +13,28 @@ import math
 
 import numpy as np
 import pytest
-from numba import cuda, float32, float64, int64
+from numba import cuda, float64, int64
 
 from teachgrad.exercises import SOLVED, ch08b
-from teachgrad.exercises.ch08b import BLOCK_ROWS, THREADS, TILE
+from teachgrad.exercises.ch08b import THREADS, TILE
 from teachgrad.exercises.ch08b_trees import SPIKES, far_apart_rows, spiked_rows
 
-from test_wrong_answers_ch08b import rejected
+from test_wrong_answers_ch08b import rejected, transpose_kernel
 
 
 # -- 8b.5 row softmax ---------------------------------------------------------------------------
 
 def softmax_kernel(*, max_stop="columns", max_stride=THREADS, max_row_shift=0, max_tree=True,
                    first_step=THREADS // 2, last_step=1, shrink=2, out_stride=THREADS,
-                   exps_in_out=False, slot_shift=0):
-    """A row softmax; each keyword is one way to get the max (or the output) wrong or right."""
+                   exps_in_out=False, slot_shift=0, subtract_max=True, barrier_after_max=True,
+                   strided=True):
+    """A row softmax; each keyword is one way to get it wrong (or right another way)."""
     @cuda.jit
     def softmax(x, out):
         part = cuda.shared.array(THREADS, float64)
         r, t = cuda.blockIdx.x, cuda.threadIdx.x
-        stop = {"columns": x.shape[1], "rows": x.shape[0], "but_last": x.shape[1] - 1}[max_stop]
+        n = x.shape[1] if strided else min(t + 1, x.shape[1])  # not strided: column t only
+        stop = {"columns": n, "rows": x.shape[0], "but_last": n - 1}[max_stop]
         best = -math.inf
         for c in range(t, stop, max_stride):
             best = max(best, x[r + max_row_shift, c])
@@ -44,10 +46,11 @@ def softmax_kernel(*, max_stop="columns", max_stride=THREADS, max_row_shift=0, m
                 part[t] = max(part[t], part[t + step])
             cuda.syncthreads()
             step //= shrink
-        row_max = part[0]
-        cuda.syncthreads()
+        row_max = part[0] if subtract_max else 0.0
+        if barrier_after_max:
+            cuda.syncthreads()
         total = 0.0
-        for c in range(t, x.shape[1], THREADS):
+        for c in range(t, n, THREADS):
             e = math.exp(x[r, c] - row_max)
             if exps_in_out:
                 out[r, c] = e
@@ -60,7 +63,7 @@ def softmax_kernel(*, max_stop="columns", max_stride=THREADS, max_row_shift=0, m
                 part[t] += part[t + step]
             cuda.syncthreads()
             step //= 2
-        for c in range(t, x.shape[1], out_stride):
+        for c in range(t, n, out_stride):
             if exps_in_out:
                 out[r, c] /= part[0]
             else:
@@ -111,26 +114,11 @@ def test_softmax_adversarial_rows_hold_their_promise():
 
 # -- 8b.6 matrix-vector product -----------------------------------------------------------------
 
-@cuda.jit
-def matvec_every_thread_writes(A, v, y):
-    part = cuda.shared.array(THREADS, float64)
-    r, t = cuda.blockIdx.x, cuda.threadIdx.x
-    acc = 0.0
-    for c in range(t, A.shape[1], THREADS):
-        acc += A[r, c] * v[c]
-    part[t] = acc
-    cuda.syncthreads()
-    step = THREADS // 2
-    while step > 0:
-        if t < step:
-            part[t] += part[t + step]
-        cuda.syncthreads()
-        step //= 2
-    y[r] = part[0]  # every thread: 32 plain writes to one cell
-
-
 def test_matvec_with_every_thread_writing_the_result():
-    rejected(ch08b.check_matvec(matvec_every_thread_writes), "was written by 32 threads")
+    from test_wrong_answers_ch08b_trees import matvec_kernel
+
+    rejected(ch08b.check_matvec(matvec_kernel(every_thread_writes=True)),
+             "was written by 32 threads")
 
 
 # -- 8b.8 row argmax ---------------------------------------------------------------------------
@@ -201,23 +189,7 @@ def test_argmax_with_empty_slots_past_the_end_is_accepted():
 
 # -- 8b.4 transpose ----------------------------------------------------------------------------
 
-@cuda.jit
-def transpose_writing_one_row_past_its_tile(A, out):
-    tile = cuda.shared.array((TILE, TILE + 1), float32)
-    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    col = cuda.blockIdx.x * TILE + tx
-    for j in range(ty, TILE, BLOCK_ROWS):
-        row = cuda.blockIdx.y * TILE + j
-        if row < A.shape[0] and col < A.shape[1]:
-            tile[j, tx] = A[row, col]
-    cuda.syncthreads()
-    col = cuda.blockIdx.y * TILE + tx
-    for j in range(ty, TILE + 1, BLOCK_ROWS):  # one row too many: the padding column
-        row = cuda.blockIdx.x * TILE + j
-        if row < out.shape[0] and col < out.shape[1]:
-            out[row, col] = tile[tx, j]
-
-
 def test_transpose_writing_past_its_tile_races_with_the_next_block():
-    rejected(ch08b.check_transpose(transpose_writing_one_row_past_its_tile),
+    # j up to TILE inclusive: one row of the padding column too many, onto the next tile
+    rejected(ch08b.check_transpose(transpose_kernel(rows_written=TILE + 1)),
              "was written by 2 threads")
