@@ -23,12 +23,12 @@ def check_histogram(histogram: Callable) -> Feedback:
     def values_of(n: int, rng: np.random.Generator) -> np.ndarray:
         return rng.integers(0, NBINS, size=n).astype(np.int64)
 
-    def make(n: int, rng: np.random.Generator, about: str) -> Test:
+    def make(n: int, rng: np.random.Generator, about: str, launch=(BLOCKS, THREADS)) -> Test:
         values = values_of(n, rng)
 
         def run() -> None:
             not_yet(histogram)
-            _, got = launch_on_host_arrays(histogram, BLOCKS, THREADS, values,
+            _, got = launch_on_host_arrays(histogram, *launch, values,
                                            np.zeros(NBINS, dtype=np.int64))
             expected = histogram_spec(values)
             if np.array_equal(got, expected):
@@ -45,7 +45,8 @@ def check_histogram(histogram: Callable) -> Feedback:
                 hint = ("some elements were never counted (or increments were lost): "
                         + hint)
             raise Mismatch(f"wrong count in bins[{b}]", expected, got, hint)
-        return Test(f"n = {n} values in {NBINS} bins ({about})", run)
+        return Test(f"n = {n} values in {NBINS} bins, histogram[{launch[0]}, {launch[1]}] "
+                    f"({about})", run)
 
     def recorded() -> Test:
         values = values_of(150, np.random.default_rng(81))
@@ -79,7 +80,10 @@ def check_histogram(histogram: Callable) -> Feedback:
     unseen = unseen_rng()
     tests = [make(100, fixed, "more values than threads"), make(7, fixed, "fewer"),
              make(1, fixed, "a single value"), recorded(),
-             make(int(unseen.integers(65, 400)), unseen, "unseen random values")]
+             make(int(unseen.integers(65, 400)), unseen, "unseen random values"),
+             make(100, fixed, "one block: the grid is smaller than you planned", (1, THREADS)),
+             make(150, fixed, "3 blocks of 64: the stride is cuda.gridsize(1)", (3, 64)),
+             make(20, fixed, "more threads than values", (4, THREADS))]
     return check("8b.1", tests, candidate=histogram,
                  solved="every value counted once, with no increment lost.")
 
@@ -243,13 +247,14 @@ def im2col_spec(x: np.ndarray, K: int) -> np.ndarray:
 
 def check_im2col(im2col: Callable) -> Feedback:
     """Exercise 8b.7: ``im2col[BLOCKS, THREADS](x, cols, K)`` with a grid-stride loop."""
-    def make(shape: tuple[int, int], K: int, rng: np.random.Generator, about: str) -> Test:
+    def make(shape: tuple[int, int], K: int, rng: np.random.Generator, about: str,
+             launch=(BLOCKS, THREADS)) -> Test:
         x = rng.integers(-9, 10, size=shape).astype(np.float64)
 
         def run() -> None:
             not_yet(im2col)
             expected = im2col_spec(x, K)
-            _, got = launch_on_host_arrays(im2col, BLOCKS, THREADS, x,
+            _, got = launch_on_host_arrays(im2col, *launch, x,
                                            np.full(expected.shape, np.nan), K)
             if np.array_equal(got, expected):
                 return
@@ -261,7 +266,8 @@ def check_im2col(im2col: Callable) -> Feedback:
                 hint = ("some entries were never written: loop from cuda.grid(1) over all "
                         "cols.size entries in steps of cuda.gridsize(1)")
             raise Mismatch(f"wrong value at cols[{p}, {q}]", expected[p, q], got[p, q], hint)
-        return Test(f"x of shape {shape}, {K} x {K} patches ({about})", run,
+        return Test(f"x of shape {shape}, {K} x {K} patches, im2col[{launch[0]}, {launch[1]}] "
+                    f"({about})", run,
                     hint="an index past the edge of x: patches start at rows 0 .. H - K and "
                          "columns 0 .. W - K, so out_w = W - K + 1")
 
@@ -296,6 +302,9 @@ def check_im2col(im2col: Callable) -> Feedback:
              make((6, 5), 2, fixed, "2 x 2 patches"), make((3, 3), 3, fixed, "a single patch"),
              make(tuple(int(v) for v in unseen.integers(4, 10, size=2)), 3, unseen,
                   "unseen shape and values"),
+             make((9, 10), 3, fixed, "one block: the grid is smaller than you planned",
+                  (1, THREADS)),
+             make((5, 7), 3, fixed, "3 blocks of 64: the stride is cuda.gridsize(1)", (3, 64)),
              pattern()]
     return check("8b.7", tests, candidate=im2col,
                  solved="every patch unrolled into a row: the convolution is now one matmul.")
