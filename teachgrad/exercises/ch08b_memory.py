@@ -7,7 +7,7 @@ from typing import Callable
 import numpy as np
 
 from .ch08b_shared import (BLOCK_ROWS, BLOCKS, NBINS, RADIUS, THREADS, TILE, blamed, not_yet,
-                          race_test)
+                           race_test, several_writers)
 from .core import Feedback, Mismatch, Test, check, unseen_rng
 from .kernel_runs import first_index, launch_on_host_arrays
 
@@ -23,12 +23,12 @@ def check_histogram(histogram: Callable) -> Feedback:
     def values_of(n: int, rng: np.random.Generator) -> np.ndarray:
         return rng.integers(0, NBINS, size=n).astype(np.int64)
 
-    def make(n: int, rng: np.random.Generator, about: str) -> Test:
+    def make(n: int, rng: np.random.Generator, about: str, launch=(BLOCKS, THREADS)) -> Test:
         values = values_of(n, rng)
 
         def run() -> None:
             not_yet(histogram)
-            _, got = launch_on_host_arrays(histogram, BLOCKS, THREADS, values,
+            _, got = launch_on_host_arrays(histogram, *launch, values,
                                            np.zeros(NBINS, dtype=np.int64))
             expected = histogram_spec(values)
             if np.array_equal(got, expected):
@@ -45,7 +45,8 @@ def check_histogram(histogram: Callable) -> Feedback:
                 hint = ("some elements were never counted (or increments were lost): "
                         + hint)
             raise Mismatch(f"wrong count in bins[{b}]", expected, got, hint)
-        return Test(f"n = {n} values in {NBINS} bins ({about})", run)
+        return Test(f"n = {n} values in {NBINS} bins, histogram[{launch[0]}, {launch[1]}] "
+                    f"({about})", run)
 
     def recorded() -> Test:
         values = values_of(150, np.random.default_rng(81))
@@ -79,7 +80,10 @@ def check_histogram(histogram: Callable) -> Feedback:
     unseen = unseen_rng()
     tests = [make(100, fixed, "more values than threads"), make(7, fixed, "fewer"),
              make(1, fixed, "a single value"), recorded(),
-             make(int(unseen.integers(65, 400)), unseen, "unseen random values")]
+             make(int(unseen.integers(65, 400)), unseen, "unseen random values"),
+             make(100, fixed, "one block: the grid is smaller than you planned", (1, THREADS)),
+             make(150, fixed, "3 blocks of 64: the stride is cuda.gridsize(1)", (3, 64)),
+             make(20, fixed, "more threads than values", (4, THREADS))]
     return check("8b.1", tests, candidate=histogram,
                  solved="every value counted once, with no increment lost.")
 
@@ -175,11 +179,12 @@ def check_transpose(transpose: Callable) -> Feedback:
             raise blamed(transpose, Mismatch(
                 f"wrong value at out[{r}, {c}]", A.T[r, c], got[r, c],
                 "out[c, r] = A[r, c]; at the ragged edge, guard both the reads of A and the "
-                "writes of out"), race_args, grid=(1, 1), block=(TILE, BLOCK_ROWS))
+                "writes of out"), race_args, grid=(2, 2), block=(TILE, BLOCK_ROWS))
         return Test(f"A of shape {shape} ({about})", run)
 
-    def race_args() -> tuple:
-        return np.ones((32, 32), np.float32), np.zeros((32, 32), np.float32)
+    def race_args() -> tuple:  # ragged: 2 x 2 tiles, the last ones partly empty
+        A = np.arange(40 * 36, dtype=np.float32).reshape(40, 36)
+        return A, np.zeros(A.T.shape, np.float32)
 
     def patterns() -> Test:
         A = np.arange(40 * 36, dtype=np.float32).reshape(40, 36)
@@ -200,6 +205,12 @@ def check_transpose(transpose: Callable) -> Feedback:
                         hint="neighbouring threads (tx, tx + 1) must touch neighbouring "
                              "elements of a row, for the read from A and for the write to "
                              "out: transpose inside the shared tile, not in global memory")
+            problem = several_writers(record, "out")
+            if problem is not None:
+                raise Mismatch(f"{problem}: several threads writing one cell is a race on a "
+                               "GPU", show_values=False,
+                               hint="each block writes its own TILE x TILE tile of out once: "
+                                    "j runs over the tile's rows 0 .. TILE - 1 only")
             shared = sorted(record.shared)
             if not shared:
                 raise Mismatch("the kernel used no shared memory", show_values=False,
@@ -216,11 +227,12 @@ def check_transpose(transpose: Callable) -> Feedback:
     unseen = unseen_rng()
     tests = [make((32, 32), fixed, "one tile"), make((40, 36), fixed, "ragged: 2 x 2 tiles"),
              make((3, 70), fixed, "a wide, flat matrix"),
-             make(tuple(int(v) for v in unseen.integers(2, 70, size=2)), unseen, "unseen shape"),
+             make((70, 100), fixed, "3 x 4 tiles, ragged both ways"),
+             make(tuple(int(v) for v in unseen.integers(2, 100, size=2)), unseen, "unseen shape"),
              patterns(),
              race_test(transpose, race_args,
-                        "wait at a barrier between filling the tile and reading it back",
-                        grid=(1, 1), block=(TILE, BLOCK_ROWS))]
+                       "wait at a barrier between filling the tile and reading it back",
+                       grid=(2, 2), block=(TILE, BLOCK_ROWS))]
     return check("8b.4", tests, candidate=transpose,
                  solved="coalesced reads and writes, and no bank conflicts in the tile.")
 
@@ -235,13 +247,14 @@ def im2col_spec(x: np.ndarray, K: int) -> np.ndarray:
 
 def check_im2col(im2col: Callable) -> Feedback:
     """Exercise 8b.7: ``im2col[BLOCKS, THREADS](x, cols, K)`` with a grid-stride loop."""
-    def make(shape: tuple[int, int], K: int, rng: np.random.Generator, about: str) -> Test:
+    def make(shape: tuple[int, int], K: int, rng: np.random.Generator, about: str,
+             launch=(BLOCKS, THREADS)) -> Test:
         x = rng.integers(-9, 10, size=shape).astype(np.float64)
 
         def run() -> None:
             not_yet(im2col)
             expected = im2col_spec(x, K)
-            _, got = launch_on_host_arrays(im2col, BLOCKS, THREADS, x,
+            _, got = launch_on_host_arrays(im2col, *launch, x,
                                            np.full(expected.shape, np.nan), K)
             if np.array_equal(got, expected):
                 return
@@ -253,7 +266,8 @@ def check_im2col(im2col: Callable) -> Feedback:
                 hint = ("some entries were never written: loop from cuda.grid(1) over all "
                         "cols.size entries in steps of cuda.gridsize(1)")
             raise Mismatch(f"wrong value at cols[{p}, {q}]", expected[p, q], got[p, q], hint)
-        return Test(f"x of shape {shape}, {K} x {K} patches ({about})", run,
+        return Test(f"x of shape {shape}, {K} x {K} patches, im2col[{launch[0]}, {launch[1]}] "
+                    f"({about})", run,
                     hint="an index past the edge of x: patches start at rows 0 .. H - K and "
                          "columns 0 .. W - K, so out_w = W - K + 1")
 
@@ -288,6 +302,9 @@ def check_im2col(im2col: Callable) -> Feedback:
              make((6, 5), 2, fixed, "2 x 2 patches"), make((3, 3), 3, fixed, "a single patch"),
              make(tuple(int(v) for v in unseen.integers(4, 10, size=2)), 3, unseen,
                   "unseen shape and values"),
+             make((9, 10), 3, fixed, "one block: the grid is smaller than you planned",
+                  (1, THREADS)),
+             make((5, 7), 3, fixed, "3 blocks of 64: the stride is cuda.gridsize(1)", (3, 64)),
              pattern()]
     return check("8b.7", tests, candidate=im2col,
                  solved="every patch unrolled into a row: the convolution is now one matmul.")

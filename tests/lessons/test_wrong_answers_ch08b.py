@@ -14,7 +14,7 @@ import numpy as np
 from numba import cuda, float32, float64, int64
 
 from teachgrad.exercises import ERROR, NOT_SOLVED_YET, SOLVED, WRONG, ch08b
-from teachgrad.exercises.ch08b import BLOCK_ROWS, NBINS, RADIUS, THREADS, TILE
+from teachgrad.exercises.ch08b import BLOCK_ROWS, BLOCKS, NBINS, RADIUS, THREADS, TILE
 from teachgrad.exercises.edition import learner_stub
 
 from notebook_solutions import solution_source
@@ -73,6 +73,17 @@ def histogram_adding_the_value(values, bins):
 def histogram_block_stride(values, bins):
     for i in range(cuda.threadIdx.x, values.size, cuda.blockDim.x):
         cuda.atomic.add(bins, values[i], 1)
+
+
+@cuda.jit
+def histogram_stride_for_the_planned_grid(values, bins):
+    for i in range(cuda.grid(1), values.size, BLOCKS * THREADS):  # right for [2, 32] only
+        cuda.atomic.add(bins, values[i], 1)
+
+
+def test_histogram_with_the_stride_of_the_planned_grid_fails_other_launches():
+    rejected(ch08b.check_histogram(histogram_stride_for_the_planned_grid),
+             "histogram[1, 32]", "never counted")
 
 
 def test_histogram_with_a_plain_increment_loses_updates():
@@ -156,7 +167,7 @@ def transpose_in_global_memory(A, out):
             out[col, row] = A[row, col]
 
 
-def transpose_kernel(*, padded=True, barrier=True):
+def transpose_kernel(*, padded=True, barrier=True, rows_written=TILE):
     width = TILE + 1 if padded else TILE
 
     @cuda.jit
@@ -171,7 +182,7 @@ def transpose_kernel(*, padded=True, barrier=True):
         if barrier:
             cuda.syncthreads()
         col = cuda.blockIdx.y * TILE + tx
-        for j in range(ty, TILE, BLOCK_ROWS):
+        for j in range(ty, rows_written, BLOCK_ROWS):
             row = cuda.blockIdx.x * TILE + j
             if row < out.shape[0] and col < out.shape[1]:
                 out[row, col] = tile[tx, j]

@@ -14,6 +14,7 @@ from teachgrad.exercises import SOLVED, ch08b
 from teachgrad.exercises.ch08b import THREADS
 
 from test_wrong_answers_ch08b import rejected
+from test_wrong_answers_ch08b_mutants import softmax_kernel
 
 
 # -- 8b.2 scan --------------------------------------------------------------------------------
@@ -78,42 +79,6 @@ def test_scan_as_a_loop_in_thread_zero():
 
 # -- 8b.5 row softmax ---------------------------------------------------------------------------
 
-def softmax_kernel(*, subtract_max=True, barrier_after_max=True, strided=True):
-    @cuda.jit
-    def softmax(x, out):
-        part = cuda.shared.array(THREADS, float64)
-        r, t = cuda.blockIdx.x, cuda.threadIdx.x
-        stop = x.shape[1] if strided else min(t + 1, x.shape[1])
-        best = -math.inf
-        for c in range(t, stop, THREADS):
-            best = max(best, x[r, c])
-        part[t] = best
-        cuda.syncthreads()
-        step = THREADS // 2
-        while step > 0:
-            if t < step:
-                part[t] = max(part[t], part[t + step])
-            cuda.syncthreads()
-            step //= 2
-        row_max = part[0] if subtract_max else 0.0
-        if barrier_after_max:
-            cuda.syncthreads()
-        total = 0.0
-        for c in range(t, stop, THREADS):
-            total += math.exp(x[r, c] - row_max)
-        part[t] = total
-        cuda.syncthreads()
-        step = THREADS // 2
-        while step > 0:
-            if t < step:
-                part[t] += part[t + step]
-            cuda.syncthreads()
-            step //= 2
-        for c in range(t, stop, THREADS):
-            out[r, c] = math.exp(x[r, c] - row_max) / part[0]
-    return softmax
-
-
 def test_softmax_without_subtracting_the_max_overflows():
     rejected(ch08b.check_row_softmax(softmax_kernel(subtract_max=False)), "large values",
              "subtract the row's max")
@@ -130,7 +95,8 @@ def test_softmax_covering_only_the_first_columns():
 
 # -- 8b.6 matrix-vector product ------------------------------------------------------------------
 
-def matvec_kernel(*, barrier=True, chunked=False, serial=False):
+def matvec_kernel(*, barrier=True, chunked=False, serial=False, every_thread_writes=False,
+                  swapped=False):
     @cuda.jit
     def matvec(A, v, y):
         part = cuda.shared.array(THREADS, float64)
@@ -140,6 +106,9 @@ def matvec_kernel(*, barrier=True, chunked=False, serial=False):
             per = (A.shape[1] + THREADS - 1) // THREADS
             for c in range(t * per, min((t + 1) * per, A.shape[1])):
                 acc += A[r, c] * v[c]
+        elif swapped:  # row and column mixed up (kept in range so that it runs)
+            for c in range(t, A.shape[1], THREADS):
+                acc += A[c % A.shape[0], r % A.shape[1]] * v[c]
         else:
             for c in range(t, A.shape[1], THREADS):
                 acc += A[r, c] * v[c]
@@ -158,7 +127,7 @@ def matvec_kernel(*, barrier=True, chunked=False, serial=False):
                 if barrier:
                     cuda.syncthreads()
                 step //= 2
-        if t == 0:
+        if t == 0 or every_thread_writes:
             y[r] = part[0]
     return matvec
 
@@ -177,27 +146,8 @@ def test_matvec_summed_by_thread_zero_alone_races_with_nobody_but_is_checked():
     assert ch08b.check_matvec(matvec_kernel(serial=True)).status == SOLVED
 
 
-@cuda.jit
-def matvec_transposed_index(A, v, y):
-    part = cuda.shared.array(THREADS, float64)
-    r, t = cuda.blockIdx.x, cuda.threadIdx.x
-    acc = 0.0
-    for c in range(t, A.shape[1], THREADS):
-        acc += A[c % A.shape[0], r % A.shape[1]] * v[c]
-    part[t] = acc
-    cuda.syncthreads()
-    step = THREADS // 2
-    while step > 0:
-        if t < step:
-            part[t] += part[t + step]
-        cuda.syncthreads()
-        step //= 2
-    if t == 0:
-        y[r] = part[0]
-
-
 def test_matvec_with_row_and_column_swapped():
-    rejected(ch08b.check_matvec(matvec_transposed_index), "wrong value at y[")
+    rejected(ch08b.check_matvec(matvec_kernel(swapped=True)), "wrong value at y[")
 
 
 # -- 8b.8 row argmax ---------------------------------------------------------------------------
