@@ -17,7 +17,7 @@ from numba import cuda, float64, int64
 
 from teachgrad.exercises import SOLVED, ch08b
 from teachgrad.exercises.ch08b import THREADS, TILE
-from teachgrad.exercises.ch08b_trees import SPIKES, far_apart_rows, spiked_rows
+from teachgrad.exercises.ch08b.trees import SPIKES, far_apart_rows, spiked_rows
 
 from test_wrong_answers_ch08b import rejected, transpose_kernel
 

@@ -11,10 +11,10 @@ import numpy as np
 
 import teachgrad as tg
 
-from ..autograd import parts
-from ..autograd.engine import sum_to_shape
-from .building import plugged_workload, property_test, written_by_the_learner
-from .core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
+from ...autograd import parts
+from ...autograd.engine import sum_to_shape
+from ..building import plugged_workload, property_test, written_by_the_learner
+from ..core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
 
 
 @dataclass

@@ -6,10 +6,10 @@ from typing import Callable
 
 import numpy as np
 
-from .ch08b_shared import (BLOCK_ROWS, BLOCKS, NBINS, RADIUS, THREADS, TILE, blamed, not_yet,
+from .shared import (BLOCK_ROWS, BLOCKS, NBINS, RADIUS, THREADS, TILE, blamed, not_yet,
                            race_test, several_writers)
-from .core import Feedback, Mismatch, Test, check, unseen_rng
-from .kernel_runs import first_index, launch_on_host_arrays
+from ..core import Feedback, Mismatch, Test, check, unseen_rng
+from ..kernel_runs import first_index, launch_on_host_arrays
 
 
 # -- 8b.1: a histogram with atomics ---------------------------------------------------------
@@ -52,7 +52,7 @@ def check_histogram(histogram: Callable) -> Feedback:
         values = values_of(150, np.random.default_rng(81))
 
         def run() -> None:
-            from ..kernels.record import record_accesses
+            from ...kernels.record import record_accesses
 
             not_yet(histogram)
             record = record_accesses(histogram, BLOCKS, THREADS, values,
@@ -126,7 +126,7 @@ def check_conv1d(conv1d: Callable) -> Feedback:
         x = np.arange(1.0, 71.0)
 
         def run() -> None:
-            from ..kernels.record import record_accesses
+            from ...kernels.record import record_accesses
 
             not_yet(conv1d)
             record = record_accesses(conv1d, 3, THREADS, x, w, np.zeros(x.size))
@@ -159,7 +159,7 @@ def check_conv1d(conv1d: Callable) -> Feedback:
 
 def check_transpose(transpose: Callable) -> Feedback:
     """Exercise 8b.4: ``transpose[(ceil(cols/TILE), ceil(rows/TILE)), (TILE, BLOCK_ROWS)](A, out)``."""
-    from ..kernels.access_patterns import bank_conflict_degree, segments_per_step
+    from ...kernels.access_patterns import bank_conflict_degree, segments_per_step
 
     def launch(A: np.ndarray) -> np.ndarray:
         grid = (-(-A.shape[1] // TILE), -(-A.shape[0] // TILE))
@@ -190,7 +190,7 @@ def check_transpose(transpose: Callable) -> Feedback:
         A = np.arange(40 * 36, dtype=np.float32).reshape(40, 36)
 
         def run() -> None:
-            from ..kernels.record import record_accesses
+            from ...kernels.record import record_accesses
 
             not_yet(transpose)
             grid = (-(-A.shape[1] // TILE), -(-A.shape[0] // TILE))
@@ -275,8 +275,8 @@ def check_im2col(im2col: Callable) -> Feedback:
         x = np.arange(8.0 * 9).reshape(8, 9)
 
         def run() -> None:
-            from ..kernels.access_patterns import segments_per_step
-            from ..kernels.record import record_accesses
+            from ...kernels.access_patterns import segments_per_step
+            from ...kernels.record import record_accesses
 
             not_yet(im2col)
             cols = np.zeros(im2col_spec(x, 3).shape)

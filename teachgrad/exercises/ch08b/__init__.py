@@ -9,12 +9,12 @@ histogram that loses increments, a scan or a convolution that races, a
 convolution that reads global memory over and over, and a transpose with
 strided writes or bank conflicts are rejected even when the numbers look right.
 """
-from .ch08b_memory import (check_conv1d, check_histogram, check_im2col, check_transpose,
+from .memory import (check_conv1d, check_histogram, check_im2col, check_transpose,
                            conv_spec, histogram_spec, im2col_spec)
-from .ch08b_shared import BLOCK_ROWS, BLOCKS, NBINS, RADIUS, THREADS, TILE
-from .ch08b_trees import (LARGE, check_block_scan, check_matvec, check_row_argmax,
+from .shared import BLOCK_ROWS, BLOCKS, NBINS, RADIUS, THREADS, TILE
+from .trees import (LARGE, check_block_scan, check_matvec, check_row_argmax,
                           check_row_softmax, scan_spec, softmax_spec)
-from .kernel_runs import is_stub
+from ..kernel_runs import is_stub
 
 __all__ = [
     "THREADS", "BLOCKS", "NBINS", "RADIUS", "TILE", "BLOCK_ROWS", "LARGE", "is_stub",

@@ -8,7 +8,7 @@ import numpy as np
 
 import teachgrad as tg
 
-from .core import (Feedback, Mismatch, Test, check, expect_close, expect_true, numerical_gradient,
+from ..core import (Feedback, Mismatch, Test, check, expect_close, expect_true, numerical_gradient,
                    to_numpy, unseen_rng, watching_ops)
 
 
@@ -228,4 +228,4 @@ def _expect_gradient_shapes(LinearFunction: type, out: tg.Tensor, weights: np.nd
 
 
 # Exercises 4.3 and 4.4 (the engine's own formulas, written by the learner) live beside.
-from .ch04_formulas import check_elementwise_backward, check_matmul_sum_backward  # noqa: E402,F401
+from .formulas import check_elementwise_backward, check_matmul_sum_backward  # noqa: E402,F401

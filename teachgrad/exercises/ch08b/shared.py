@@ -5,8 +5,8 @@ from typing import Callable
 
 import numpy as np
 
-from .core import Mismatch, Test
-from .kernel_runs import is_stub
+from ..core import Mismatch, Test
+from ..kernel_runs import is_stub
 
 THREADS = 32  #: threads per block of the 1-D kernels
 BLOCKS = 2  #: blocks of the histogram launch (a grid-stride loop covers the rest)
@@ -21,7 +21,7 @@ def not_yet(kernel) -> None:
 
 
 def first_problem(kernel, *args, grid=2, block=THREADS) -> str | None:
-    from ..kernels.race import race_check
+    from ...kernels.race import race_check
 
     return race_check(kernel, grid, block, *args).first_problem()
 
@@ -71,7 +71,7 @@ def row_work_test(kernel, args: Callable[[], tuple], read: str, written: str,
     more than its strided share), and every cell of ``written`` has one writer.
     """
     def run() -> None:
-        from ..kernels.record import record_accesses
+        from ...kernels.record import record_accesses
 
         not_yet(kernel)
         arrays = args()

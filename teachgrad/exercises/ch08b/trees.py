@@ -6,9 +6,9 @@ from typing import Callable
 
 import numpy as np
 
-from .ch08b_shared import THREADS, blamed, not_yet, race_test, row_work_test
-from .core import Feedback, Mismatch, Test, check, unseen_rng
-from .kernel_runs import first_index, launch_on_host_arrays
+from .shared import THREADS, blamed, not_yet, race_test, row_work_test
+from ..core import Feedback, Mismatch, Test, check, unseen_rng
+from ..kernel_runs import first_index, launch_on_host_arrays
 
 
 # -- 8b.2: a block-level inclusive scan -------------------------------------------------------
@@ -46,7 +46,7 @@ def check_block_scan(block_scan: Callable) -> Feedback:
 
     def shape() -> Test:
         def run() -> None:
-            from ..kernels.race import race_check
+            from ...kernels.race import race_check
 
             not_yet(block_scan)
             report = race_check(block_scan, 1, THREADS, np.arange(1.0, THREADS + 1),
@@ -216,8 +216,8 @@ def check_matvec(matvec: Callable) -> Feedback:
 
     def coalesced() -> Test:
         def run() -> None:
-            from ..kernels.access_patterns import segments_per_step
-            from ..kernels.record import record_accesses
+            from ...kernels.access_patterns import segments_per_step
+            from ...kernels.record import record_accesses
 
             not_yet(matvec)
             A = np.arange(128.0).reshape(2, 64) % 7  # rows start on 128-byte segments
