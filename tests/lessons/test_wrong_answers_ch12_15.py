@@ -384,6 +384,18 @@ def test_schedule_from_the_library():
         "tune.hyperband_schedule")
 
 
+def test_schedule_from_the_library_under_other_names():
+    from teachgrad.tune import hyperband_schedule as imported_before
+    from teachgrad.tune import schedule as defining_module
+
+    for call in (imported_before, defining_module.hyperband_schedule):
+        rejected(ch13.check_hyperband_schedule(
+            lambda R, eta, call=call: [[(r.n, r.budget) for r in b] for b in call(R, eta)]),
+            "tune.hyperband_schedule")
+    # put back afterwards, under every name
+    assert imported_before(81, 3)[0][0].n == 81 and tune.hyperband_schedule is imported_before
+
+
 # -- 14.1 data_parallel_gradient ------------------------------------------------------------------
 
 def full_batch_gradient(w, X, y, world_size):
