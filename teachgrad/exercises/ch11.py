@@ -334,6 +334,9 @@ def check_first_divergence(first_divergence: Callable) -> Feedback:
              fixed, DIFFERENT, DIFFERENT),
         make(f"choose on {len(signs)} examples with signs {signs}", eager_choice,
              _signed(rng, signs), DIFFERENT, DIFFERENT),
+        # the trace is made on examples[0]: one made on another example differs at once
+        make("choose on examples with signs [-1, 1, 1]", eager_choice,
+             _signed(rng, [-1.0, 1.0, 1.0]), DIFFERENT, DIFFERENT),
         make("a function with no branch, on examples with NaN and inf", tanh_chain, with_nan,
              DIFFERENT, "NaN in both outputs is agreement: compare with equal_nan=True"),
         make("two branches that give the same values (x * 2.0 and x + x)", doubled_two_ways,

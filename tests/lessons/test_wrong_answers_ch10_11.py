@@ -324,10 +324,10 @@ def test_traceable_choice_accepts(right):
 
 # -- 11.2 first_divergence ------------------------------------------------------------------
 
-def divergence(compare, trace_each=False, report=lambda i: i, last=False):
+def divergence(compare, trace_each=False, report=lambda i: i, last=False, trace_on=0):
     """A first_divergence built from a comparison of (traced, eager) numpy outputs."""
     def first_divergence(fn, examples):
-        traced = tg.jit.trace(fn, (examples[0],))
+        traced = tg.jit.trace(fn, (examples[trace_on],))
         found = None
         for i, x in enumerate(examples):
             graph = tg.jit.trace(fn, (x,)) if trace_each else traced
@@ -361,7 +361,8 @@ def same_graphs(fn, examples):
     (divergence(same, last=True), "is the first that does"),
     (same_graphs, "compare outputs, not graphs"),
     (divergence(lambda a, b: a.sum() == b.sum()), "equal_nan=True"),
-], ids=["nan", "shape", "trace each", "index + 1", "last", "graphs", "sums"])
+    (divergence(same, trace_on=1), "trace once, on examples[0]"),
+], ids=["nan", "shape", "trace each", "index + 1", "last", "graphs", "sums", "second example"])
 def test_first_divergence_rejects(wrong, feedback):
     rejected(ch11.check_first_divergence(wrong), feedback)
 
