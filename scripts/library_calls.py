@@ -80,6 +80,35 @@ LIBRARY_CALLS: dict[str, list[tuple[str, str]]] = {
          "tg.cuda.synchronize()\n"
          "return (time.perf_counter() - start) * 1e3"),
     ],
+    # dead-code elimination (11.3): the compiler's own pass
+    "ch11.check_dead_code_elimination": [
+        ("dead_code_elimination",
+         "from teachgrad.jit import passes\n"
+         "return passes.eliminate_dead_code(graph)"),
+    ],
+    # random search by hand (13.1): the library's search over a log-uniform space
+    "ch13.check_random_search": [
+        ("random_search",
+         "from teachgrad import tune\n"
+         "trials = tune.random_search(objective, {'lr': tune.loguniform(low, high)}, n_trials,\n"
+         "                            budget, seed=seed)\n"
+         "best = trials.best_trial\n"
+         "return (best.config['lr'], best.loss) if best is not None else (None, math.inf)"),
+    ],
+    # Hyperband's brackets (13.3): the library's schedule
+    "ch13.check_hyperband_schedule": [
+        ("hyperband_schedule",
+         "from teachgrad import tune\n"
+         "return [[(r.n, r.budget) for r in bracket]\n"
+         "        for bracket in tune.hyperband_schedule(max_budget, eta)]"),
+    ],
+    # serving an export (15.3): the exported file written, the engine's model answering
+    "ch15.check_export_and_serve": [
+        ("export_and_serve",
+         "tg.onnx.export(model, (example,), path, input_names=['x'], output_names=['logits'],\n"
+         "               dynamic_axes={'x': {0: 'batch'}, 'logits': {0: 'batch'}})\n"
+         "return lambda array: model(tg.tensor(array)).detach().numpy()"),
+    ],
     # a sampler by hand (14.3): the library's DistributedSampler
     "ch14.check_shard_indices": [
         ("shard_indices",

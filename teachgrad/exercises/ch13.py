@@ -272,14 +272,22 @@ def _bracket_hint(got: list[tuple[int, float]], want: list[tuple[int, float]]) -
             "configurations with r * eta**i each")
 
 
+def _paper_schedule(max_budget: int, eta: int) -> list[list[tuple[int, float]]]:
+    """The expected brackets. Below ``eta`` the library refuses (a search of one trial),
+    but Algorithm 1 is still defined there: s_max = 0, one bracket of one configuration
+    with the whole budget. The exercise's function has no reason to refuse it."""
+    if max_budget < eta:
+        return [[(1, float(max_budget))]]
+    return [[(r.n, float(r.budget)) for r in b] for b in tune.hyperband_schedule(max_budget, eta)]
+
+
 def check_hyperband_schedule(hyperband_schedule: Callable) -> Feedback:
     """Exercise 13.3: ``hyperband_schedule(max_budget, eta)`` returns the brackets, most
     aggressive first, each a list of ``(n_i, r_i)`` rungs (Li et al. 2018, Algorithm 1)."""
 
     def make(max_budget: int, eta: int) -> Test:
         def run() -> None:
-            expected = [[(r.n, float(r.budget)) for r in b]
-                        for b in tune.hyperband_schedule(max_budget, eta)]
+            expected = _paper_schedule(max_budget, eta)
             with _withhold_tune():
                 raw = hyperband_schedule(max_budget, eta)
             try:
@@ -313,5 +321,7 @@ def check_hyperband_schedule(hyperband_schedule: Callable) -> Feedback:
     rng = unseen_rng()
     fixed = [(81, 3), (243, 3), (1000, 2), (1000, 5), (64, 4), (4, 5), (2, 2)]
     randomised = [(int(rng.integers(2, 1001)), int(rng.integers(2, 6))) for _ in range(4)]
+    small_eta = int(rng.integers(3, 6))  # a budget below eta: one bracket, s_max = 0
+    randomised.append((int(rng.integers(1, small_eta)), small_eta))
     return check("13.3", [make(*c) for c in fixed + randomised], candidate=hyperband_schedule,
                  solved="your schedule is the paper's, bracket by bracket, rung by rung.")

@@ -170,6 +170,16 @@ def test_grad_norms_must_not_change_the_gradients():
     rejected(ch12.check_log_grad_norms(norms_after_clipping), "changed the gradient")
 
 
+def norms_without_the_guard(model, writer, step):
+    """Wrong: a frozen or unused parameter has no gradient (None) to take the norm of."""
+    for name, p in model.named_parameters():
+        writer.add_scalar(f"grad_norm/{name}", (p.grad * p.grad).sum().sqrt().item(), step)
+
+
+def test_grad_norms_of_a_model_with_frozen_and_unused_layers():
+    rejected(ch12.check_log_grad_norms(norms_without_the_guard), "frozen layer")
+
+
 def test_grad_norms_as_tensors_are_accepted():
     accepted(ch12.check_log_grad_norms(norms_as_tensors))
 
@@ -337,6 +347,24 @@ def test_schedule_with_a_tolerant_log_is_right():
     accepted(ch13.check_hyperband_schedule(schedule_with_log))
 
 
+def test_schedule_starting_past_the_first_bracket():
+    # s_max = 1 to start with: a budget below eta still gets two brackets
+    def from_one(max_budget, eta):
+        s_max = 1
+        while eta ** (s_max + 1) <= max_budget:
+            s_max += 1
+        return [[(math.ceil((s_max + 1) * eta**s / (s + 1)) // eta**i, max_budget * eta ** (i - s))
+                 for i in range(s + 1)] for s in range(s_max, -1, -1)]
+    rejected(ch13.check_hyperband_schedule(from_one), "max_budget = 4, eta = 5", "2 brackets")
+
+
+def test_schedule_below_eta_is_one_bracket():
+    # the library refuses max_budget < eta (a search of one trial); the exercise does not
+    right = reference("13_hyperparameter_search", "hyperband_schedule")
+    assert right(4, 5) == [[(1, 4)]] and right(1, 3) == [[(1, 1)]]
+    accepted(ch13.check_hyperband_schedule(right))
+
+
 def test_schedule_with_rounded_budgets():
     # R = 1000, eta = 3 has budgets like 1000 / 729: rounding them is wrong
     rejected(ch13.check_hyperband_schedule(schedule_rungs_rounded), "r * eta**i")
@@ -354,6 +382,18 @@ def test_schedule_from_the_library():
     rejected(ch13.check_hyperband_schedule(
         lambda R, eta: [[(r.n, r.budget) for r in b] for b in tune.hyperband_schedule(R, eta)]),
         "tune.hyperband_schedule")
+
+
+def test_schedule_from_the_library_under_other_names():
+    from teachgrad.tune import hyperband_schedule as imported_before
+    from teachgrad.tune import schedule as defining_module
+
+    for call in (imported_before, defining_module.hyperband_schedule):
+        rejected(ch13.check_hyperband_schedule(
+            lambda R, eta, call=call: [[(r.n, r.budget) for r in b] for b in call(R, eta)]),
+            "tune.hyperband_schedule")
+    # put back afterwards, under every name
+    assert imported_before(81, 3)[0][0].n == 81 and tune.hyperband_schedule is imported_before
 
 
 # -- 14.1 data_parallel_gradient ------------------------------------------------------------------
@@ -562,6 +602,29 @@ def dynamic_input_only(model, example, path):
                    dynamic_axes={"x": {0: "batch"}})
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     return lambda array: session.run(["logits"], {"x": array})[0]
+
+
+def batch_on_the_wrong_output_axis(model, example, path):
+    tg.onnx.export(model, (example,), path, input_names=["x"], output_names=["logits"],
+                   dynamic_axes={"x": {0: "batch"}, "logits": {1: "batch"}})
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return lambda array: session.run(["logits"], {"x": array})[0]
+
+
+def serve_with_the_engine(model, example, path):
+    """Wrong: the file is written, but the engine's model answers, not the file."""
+    tg.onnx.export(model, (example,), path, input_names=["x"], output_names=["logits"],
+                   dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}})
+    return lambda array: model(tg.tensor(array)).detach().numpy()
+
+
+def test_serve_with_the_batch_on_the_wrong_output_axis():
+    rejected(ch15.check_export_and_serve(batch_on_the_wrong_output_axis), "'logits'")
+
+
+def test_serve_with_the_engine_instead_of_the_file():
+    rejected(ch15.check_export_and_serve(serve_with_the_engine),
+             "without running an ONNX Runtime session")
 
 
 def test_serve_must_run_an_onnx_runtime_session():
