@@ -31,3 +31,14 @@ def define(source: str, name: str, namespace: dict[str, Any]) -> Any:
     namespace = dict(namespace)
     exec(compile(source, f"<{name}>", "exec"), namespace)
     return namespace[name]
+
+
+def make_learner():
+    """scripts/make_learner.py as a module (a script, not part of the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_learner", NOTEBOOKS.parent / "scripts"
+                                                  / "make_learner.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -7,8 +7,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from notebook_solutions import NOTEBOOKS
-from test_exercises_ch06_09 import make_learner
+from notebook_solutions import NOTEBOOKS, make_learner
 
 
 @pytest.mark.slow

@@ -10,7 +10,6 @@ the learner's answers).
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -21,17 +20,12 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from notebook_solutions import make_learner
+
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 #: A call of a chapter's checker, e.g. ``ch08b.check_histogram(...)``.
 EXERCISE_CHECK = re.compile(r"\bch\d+\w*\.check_\w+\(")
-
-
-def _make_learner():
-    spec = importlib.util.spec_from_file_location("make_learner", ROOT / "scripts" / "make_learner.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +42,7 @@ def lab_folder():
 @pytest.mark.slow
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
 def test_learner_edition_runs_from_the_lab_folder(chapter: Path, lab_folder: Path):
-    [written] = _make_learner().make_learner_edition([chapter], lab_folder)
+    [written] = make_learner().make_learner_edition([chapter], lab_folder)
     learner = nbformat.read(written, as_version=4)
     client = NotebookClient(learner, kernel_name="python3", timeout=600,
                             resources={"metadata": {"path": str(lab_folder)}})
