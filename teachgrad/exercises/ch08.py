@@ -100,7 +100,7 @@ def tiled_matmul_with(load_phase: Callable, tile: int):
     return tiled_matmul
 
 
-LOAD_CASES = [(8, 8, 8, 4), (10, 13, 7, 4), (3, 5, 2, 4), (6, 2, 9, 2), (5, 3, 4, 4)]
+LOAD_CASES = [(8, 8, 8, 4), (10, 13, 7, 4), (3, 5, 2, 4), (6, 2, 9, 2), (5, 7, 6, 2), (5, 3, 4, 4)]
 
 
 def check_load_phase(load_phase: Callable) -> Feedback:

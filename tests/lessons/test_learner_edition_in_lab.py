@@ -59,3 +59,6 @@ def test_learner_edition_runs_from_the_lab_folder(chapter: Path, lab_folder: Pat
     for cell in checks:
         printed = "".join(output.get("text", "") for output in cell.outputs)
         assert "not solved yet" in printed, f"{chapter.name}: {cell.source!r} printed {printed!r}"
+    # a picture of a launch whose kernel is still a stub says what to do instead
+    pictures = [c for c in learner.cells if c.cell_type == "code" and "AccessMap.launch(" in c.source]
+    assert all("fill in" in str(c.outputs) for c in pictures), chapter.name

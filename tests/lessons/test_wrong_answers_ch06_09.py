@@ -284,6 +284,21 @@ def test_load_phase_that_leaves_a_slot_unwritten_is_rejected():
              "must be set to 0")
 
 
+@cuda.jit(device=True)
+def load_with_the_chapters_tile(A, B, a_tile, b_tile, row, col, phase):
+    tile = 4  # the chapter's tile size, not this launch's (a_tile.shape[0])
+    ty, tx = cuda.threadIdx.y, cuda.threadIdx.x
+    k_a, k_b = phase * tile + tx, phase * tile + ty
+    a_tile[ty, tx] = A[row, k_a] if row < A.shape[0] and k_a < A.shape[1] else 0.0
+    b_tile[ty, tx] = B[k_b, col] if k_b < B.shape[0] and col < B.shape[1] else 0.0
+
+
+def test_load_phase_with_a_fixed_tile_size_is_rejected():
+    """A tile size taken from elsewhere than the shared array passes every launch with that
+    size, and one-phase products at any size: a tile of 2 over several phases shows it."""
+    rejected(ch08.check_load_phase(load_with_the_chapters_tile), "wrong value at C[")
+
+
 # -- 9.1 -----------------------------------------------------------------------------------------
 
 def upper_median(times):

@@ -218,8 +218,6 @@ def test_access_patterns_of_a_recorded_launch():
     naive = record_accesses(transpose_in_global_memory, (1, 1), (TILE, BLOCK_ROWS), A,
                             np.zeros_like(A))
     assert set(segments_per_step(naive, "out", "W")) == {32}
-    pictures = [c for c in learner.cells if "AccessMap.launch(" in c.source]
-    assert pictures and all("fill in" in str(c.outputs) for c in pictures)
 
 
 def test_access_map_draws_writers_atomics_and_reads():
