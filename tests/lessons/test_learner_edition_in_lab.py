@@ -54,8 +54,8 @@ def test_learner_edition_runs_from_the_lab_folder(chapter: Path, lab_folder: Pat
     checks = [c for c in learner.cells if c.cell_type == "code" and EXERCISE_CHECK.search(c.source)]
     exercises = [c for c in nbformat.read(chapter, as_version=4).cells
                  if "solution" in c.metadata.get("tags", [])]
-    assert bool(checks) == bool(exercises), f"{chapter.name}: {len(exercises)} solution cells, " \
-                                            f"{len(checks)} checks"
+    assert len(checks) == len(exercises), f"{chapter.name}: {len(exercises)} solution cells, " \
+                                          f"{len(checks)} checks"
     for cell in checks:
         printed = "".join(output.get("text", "") for output in cell.outputs)
         assert "not solved yet" in printed, f"{chapter.name}: {cell.source!r} printed {printed!r}"
