@@ -15,7 +15,7 @@
 """
 from . import functional, init
 from . import utils
-from .containers import Sequential
+from .containers import ModuleDict, ModuleList, Sequential
 from .conv import AvgPool2d, Conv2d, MaxPool2d
 from .layers import Dropout, Flatten, Identity, Linear, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .loss import CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
@@ -26,7 +26,7 @@ from .sparse import Embedding
 from . import parallel  # noqa: E402  (DistributedDataParallel; MPI loads only when used)
 
 __all__ = [
-    "Module", "Parameter", "Sequential",
+    "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
     "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten", "Dropout", "Identity",
     "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss",
     "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",

@@ -416,3 +416,51 @@ def test_small_mlp_learns_moons():
     with tg.no_grad():
         accuracy = (model(X).argmax(dim=1) == y).float().mean().item()
     assert accuracy > 0.9, f"accuracy {accuracy:.3f} after 300 steps (last loss {loss.item():.3f})"
+
+
+def test_module_list_registers_its_modules_and_renumbers_like_pytorch():
+    blocks = nn.ModuleList([nn.Linear(2, 3), nn.ReLU()])
+    blocks.append(nn.Linear(3, 1))
+    blocks.insert(0, nn.Identity())
+    assert list(blocks.state_dict()) == ["1.weight", "1.bias", "3.weight", "3.bias"]
+    del blocks[0]
+    assert list(blocks._modules) == ["0", "1", "2"]
+    assert isinstance(blocks[-1], nn.Linear) and blocks[-1].out_features == 1
+    assert [type(m).__name__ for m in blocks[1:]] == ["ReLU", "Linear"]
+    blocks += [nn.Tanh()]
+    assert len(blocks) == 4 and isinstance(blocks.pop(), nn.Tanh) and len(blocks) == 3
+    with pytest.raises(IndexError, match="out of range"):
+        blocks[3]
+    with pytest.raises(NotImplementedError, match=r"\[ModuleList\] is missing the required"):
+        blocks(tg.randn(2))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(3))
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x).relu()
+            return x
+    net = Net().double()
+    assert len(list(net.parameters())) == 6
+    assert all(p.dtype == tg.float64 for p in net.parameters())
+    net(tg.randn(2, 4, dtype=tg.float64)).sum().backward()
+    assert all(p.grad is not None for p in net.parameters())
+
+
+def test_module_dict_keeps_insertion_order_and_refuses_bad_entries():
+    parts = nn.ModuleDict({"wte": nn.Embedding(5, 3), "ln_f": nn.LayerNorm(3)})
+    parts["head"] = nn.Linear(3, 5, bias=False)
+    assert list(parts) == ["wte", "ln_f", "head"] and "head" in parts
+    assert list(parts.state_dict()) == ["wte.weight", "ln_f.weight", "ln_f.bias", "head.weight"]
+    assert isinstance(parts.pop("ln_f"), nn.LayerNorm) and list(parts.keys()) == ["wte", "head"]
+    parts.update([("drop", nn.Dropout(0.1))])
+    assert [k for k, _ in parts.items()] == ["wte", "head", "drop"]
+    with pytest.raises(KeyError, match="already exists"):
+        nn.ModuleDict({"update": nn.ReLU()})
+    with pytest.raises(ValueError, match="element #0 should be a"):
+        nn.ModuleDict([nn.ReLU()])
+    with pytest.raises(TypeError, match="is not a Module subclass"):
+        parts["x"] = 3
