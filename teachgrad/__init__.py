@@ -32,7 +32,7 @@ from .ops.functional import (  # noqa: E402
 from .generator import Generator  # noqa: E402
 from .random import manual_seed  # noqa: E402
 from .serialization import load, save  # noqa: E402
-from .tensor import Size, Tensor, tensor  # noqa: E402
+from .tensor import Size, Tensor, is_tensor, tensor  # noqa: E402
 
 float = float32  # noqa: A001  (tg.float, like torch.float)
 double = float64

@@ -401,3 +401,8 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         t.requires_grad_(True)
     return t
 
+
+
+def is_tensor(obj: Any) -> bool:
+    """``True`` when ``obj`` is a teachgrad tensor (a Parameter is one too), as ``torch.is_tensor``."""
+    return isinstance(obj, Tensor)

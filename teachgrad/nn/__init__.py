@@ -17,7 +17,7 @@ from . import functional, init
 from . import utils
 from .containers import ModuleDict, ModuleList, Sequential
 from .conv import AvgPool2d, Conv2d, MaxPool2d
-from .layers import Dropout, Flatten, Identity, Linear, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .layers import Dropout, Dropout2d, Flatten, Identity, Linear, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .loss import CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module
 from .norm import BatchNorm1d, BatchNorm2d, LayerNorm
@@ -27,7 +27,7 @@ from . import parallel  # noqa: E402  (DistributedDataParallel; MPI loads only w
 
 __all__ = [
     "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
-    "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten", "Dropout", "Identity",
+    "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten", "Dropout", "Dropout2d", "Identity",
     "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss",
     "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
     "functional", "init", "utils",

@@ -80,11 +80,40 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     evaluation time (``training=False``) dropout is simply the identity.
     """
     _check_probability(p)
+    return _drop(input, p, training, inplace, tuple(input.shape))
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels: each ``(sample, channel)`` feature map is dropped with
+    probability ``p`` (the survivors scaled by ``1/(1-p)``), for inputs ``(N, C, H, W)``.
+
+    Neighbouring pixels of a feature map are strongly correlated, so dropping single
+    pixels barely regularises a convolution; dropping the whole map does. A 3-D input
+    is read as ``(N, C, L)``, as PyTorch does (with its warning).
+    """
+    _check_probability(p)
+    if input.dim() not in (3, 4):
+        raise ValueError(f"dropout2d expects a 4-D input (N, C, H, W) or a 3-D one, got "
+                         f"{input.dim()}-D with shape {tuple(input.shape)}")
+    if input.dim() == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+                      "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
+                      "where C is the channel dim. This behavior will change in a future release "
+                      "to interpret the input as one without a batch dimension, i.e. shape "
+                      "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch "
+                      "to using dropout1d instead.", stacklevel=2)
+    mask_shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+    return _drop(input, p, training, inplace, mask_shape)
+
+
+def _drop(input: Tensor, p: float, training: bool, inplace: bool, mask_shape: tuple) -> Tensor:
+    """Dropout with one keep-or-drop draw per element of ``mask_shape`` (broadcast over
+    the rest of ``input``)."""
     if not training or p == 0.0:
         return input
     if p == 1.0:
         return _result(input, input * 0.0, inplace)
-    keep = tg.rand(tuple(input.shape), device=input.device) >= p  # True with probability 1 - p
+    keep = tg.rand(mask_shape, device=input.device) >= p  # True with probability 1 - p
     return _result(input, input * keep.to(input.dtype) * (1.0 / (1.0 - p)), inplace)
 
 

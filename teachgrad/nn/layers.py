@@ -128,6 +128,14 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
+class Dropout2d(Dropout):
+    """While training, zero whole channels of an ``(N, C, H, W)`` input with probability
+    ``p`` and scale the rest by ``1/(1-p)`` (see ``F.dropout2d``); identity in eval mode."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
 class Identity(Module):
     """Returns its input: a placeholder where a layer is optional."""
 

@@ -464,3 +464,30 @@ def test_module_dict_keeps_insertion_order_and_refuses_bad_entries():
         nn.ModuleDict([nn.ReLU()])
     with pytest.raises(TypeError, match="is not a Module subclass"):
         parts["x"] = 3
+
+
+def test_dropout2d_drops_whole_channels_and_scales_the_rest():
+    tg.manual_seed(3)
+    x = tg.ones(64, 8, 3, 3, requires_grad=True)
+    layer = nn.Dropout2d(p=0.25)
+    y = layer(x)
+    maps = y.detach().numpy().reshape(64 * 8, 9)
+    assert np.all(maps.min(1) == maps.max(1)), "a channel is dropped or kept whole"
+    assert set(np.unique(maps).tolist()) <= {0.0, float(np.float32(1 / 0.75))}
+    assert 0.15 < (maps[:, 0] == 0).mean() < 0.35
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), y.detach().numpy())  # d(x*mask*s)/dx = mask*s
+    layer.eval()
+    assert layer(x) is x
+    with pytest.warns(UserWarning, match="interpreted as shape \\(N, C, L\\)"):
+        F.dropout2d(tg.ones(2, 3, 4))
+    with pytest.raises(ValueError, match="4-D input"):
+        F.dropout2d(tg.ones(2, 3))
+    with pytest.raises(ValueError):
+        nn.Dropout2d(p=1.5)
+    assert repr(nn.Dropout2d(0.1)) == "Dropout2d(p=0.1, inplace=False)"
+
+
+def test_is_tensor_like_torch():
+    assert tg.is_tensor(tg.ones(2)) and tg.is_tensor(nn.Parameter(tg.ones(2)))
+    assert not tg.is_tensor(np.ones(2)) and not tg.is_tensor(3.0)
