@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import teachgrad as tg
+from teachgrad.autograd import parts
 from teachgrad.distributed import p2p, ring, shipping
 from teachgrad.utils.data import DistributedSampler
 
@@ -195,7 +196,25 @@ def _as_the_ranks_run_it(ring_all_reduce: Callable) -> Callable:
     except shipping.ShippingError as error:
         raise Mismatch("your function cannot be sent to the ranks", hint=str(error),
                        show_values=False) from None
-    return shipping.define(shipped, p2p.ring_namespace())
+    return _called_as_the_engine_calls(shipping.define(shipped, p2p.ring_namespace()))
+
+
+def _called_as_the_engine_calls(ring_all_reduce: Callable) -> Callable:
+    """Call the learner's ring through a :class:`Part`, as the engine does: an exception
+    in it is reported naming the part and the learner's line (the checker's own findings,
+    a deadlock or a call the communicator lacks, pass through as they are)."""
+    declared = parts.get(RING_PART)
+    part = parts.Part(RING_PART, declared.receives, declared.returns, declared.engine,
+                      fn=ring_all_reduce)
+
+    def call(data: np.ndarray, comm: Any) -> Any:
+        try:
+            return part.call(data, comm)
+        except parts.PartError as error:
+            if isinstance(error.__cause__, Mismatch):
+                raise error.__cause__ from None
+            raise
+    return call
 
 
 def _ring_on_simulated_ranks(ring_all_reduce: Callable, arrays: list[np.ndarray]) -> None:
