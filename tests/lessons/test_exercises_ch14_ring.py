@@ -37,23 +37,6 @@ def reference(data, comm):
                 data[r0:r1] = incoming
 
 
-def with_isend_irecv(data, comm):
-    rank, p = comm.Get_rank(), comm.Get_size()
-    bounds = chunk_bounds(data.size, p)
-    for phase in ("reduce-scatter", "all-gather"):
-        for step in range(p - 1):
-            s0, s1 = bounds[send_chunk(phase, step, rank, p)]
-            r0, r1 = bounds[recv_chunk(phase, step, rank, p)]
-            incoming = np.empty(r1 - r0, dtype=data.dtype)
-            requests = [comm.Irecv(incoming, source=(rank - 1) % p),
-                        comm.Isend(data[s0:s1], dest=(rank + 1) % p)]
-            MPI.Request.Waitall(requests)
-            if phase == "reduce-scatter":
-                data[r0:r1] += incoming
-            else:
-                data[r0:r1] = incoming
-
-
 def gather_to_rank_0(data, comm):
     rank, p = comm.Get_rank(), comm.Get_size()
     if rank == 0:
@@ -116,42 +99,7 @@ def whole_array_round_the_ring(data, comm):
     data[:] = total
 
 
-def adds_in_the_all_gather(data, comm):
-    rank, p = comm.Get_rank(), comm.Get_size()
-    bounds = chunk_bounds(data.size, p)
-    for phase in ("reduce-scatter", "all-gather"):
-        for step in range(p - 1):
-            s0, s1 = bounds[send_chunk(phase, step, rank, p)]
-            r0, r1 = bounds[recv_chunk(phase, step, rank, p)]
-            incoming = np.empty(r1 - r0, dtype=data.dtype)
-            comm.Sendrecv(data[s0:s1], dest=(rank + 1) % p, recvbuf=incoming,
-                          source=(rank - 1) % p)
-            data[r0:r1] += incoming
 
-
-def no_all_gather(data, comm):
-    rank, p = comm.Get_rank(), comm.Get_size()
-    bounds = chunk_bounds(data.size, p)
-    for step in range(p - 1):
-        s0, s1 = bounds[send_chunk("reduce-scatter", step, rank, p)]
-        r0, r1 = bounds[recv_chunk("reduce-scatter", step, rank, p)]
-        incoming = np.empty(r1 - r0, dtype=data.dtype)
-        comm.Sendrecv(data[s0:s1], dest=(rank + 1) % p, recvbuf=incoming,
-                      source=(rank - 1) % p)
-        data[r0:r1] += incoming
-
-
-def receives_first(data, comm):
-    rank, p = comm.Get_rank(), comm.Get_size()
-    bounds = chunk_bounds(data.size, p)
-    for phase in ("reduce-scatter", "all-gather"):
-        for step in range(p - 1):
-            s0, s1 = bounds[send_chunk(phase, step, rank, p)]
-            r0, r1 = bounds[recv_chunk(phase, step, rank, p)]
-            incoming = np.empty(r1 - r0, dtype=data.dtype)
-            comm.Irecv(incoming, source=(rank - 1) % p).Wait()
-            comm.Isend(data[s0:s1], dest=(rank + 1) % p).Wait()
-            data[r0:r1] += incoming
 
 
 def library_allreduce(data, comm):
@@ -170,18 +118,6 @@ def uses_the_notebooks_tg(data, comm):
     return tg.tensor(data)
 
 
-def float32_buffer(data, comm):
-    rank, p = comm.Get_rank(), comm.Get_size()
-    bounds = chunk_bounds(data.size, p)
-    for phase in ("reduce-scatter", "all-gather"):
-        for step in range(p - 1):
-            s0, s1 = bounds[send_chunk(phase, step, rank, p)]
-            r0, r1 = bounds[recv_chunk(phase, step, rank, p)]
-            incoming = np.empty(r1 - r0, dtype=np.float32)
-            comm.Sendrecv(data[s0:s1], dest=(rank + 1) % p, recvbuf=incoming,
-                          source=(rank - 1) % p)
-            data[r0:r1] = incoming
-
 
 def crashes(data, comm):
     chunk = data.size // (comm.Get_size() - 3)   # the learner's line
@@ -192,6 +128,30 @@ def stub(data, comm):
     raise NotImplementedError("fill in")
 '''
 
+SENDRECV = """            comm.Sendrecv(data[s0:s1], dest=(rank + 1) % p, recvbuf=incoming,
+                          source=(rank - 1) % p)
+"""
+#: Variants of the reference: (name, the text replaced, what replaces it)
+VARIANTS = [
+    ("with_isend_irecv", SENDRECV,
+     "            MPI.Request.Waitall([comm.Irecv(incoming, source=(rank - 1) % p),\n"
+     "                                 comm.Isend(data[s0:s1], dest=(rank + 1) % p)])\n"),
+    ("adds_in_the_all_gather", "data[r0:r1] = incoming", "data[r0:r1] += incoming"),
+    ("no_all_gather", '("reduce-scatter", "all-gather")', '("reduce-scatter",)'),
+    ("receives_first", SENDRECV,
+     "            comm.Irecv(incoming, source=(rank - 1) % p).Wait()\n"
+     "            comm.Isend(data[s0:s1], dest=(rank + 1) % p).Wait()\n"),
+    ("float32_buffer", "dtype=data.dtype", "dtype=np.float32"),
+]
+
+
+def _variant(name: str, old: str, new: str) -> str:
+    reference = ANSWERS[ANSWERS.index("def reference("):ANSWERS.index("def gather_to_rank_0(")]
+    assert old in reference, name
+    return "\n" + reference.replace("def reference(", f"def {name}(").replace(old, new)
+
+
+ANSWERS += "".join(_variant(*variant) for variant in VARIANTS)
 FILENAME = "<ring answers>"
 linecache.cache[FILENAME] = (len(ANSWERS), None, ANSWERS.splitlines(True), FILENAME)
 answers: dict = {"tg": object()}

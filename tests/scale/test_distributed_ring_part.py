@@ -8,6 +8,7 @@ import json
 import linecache
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -67,29 +68,20 @@ def test_an_exception_in_the_ring_names_the_part_and_line_and_stops_every_rank(n
                     "failed with PartError") in job.stderr[rank], job.stderr[rank][-2000:]
 
 
-RING = '''
-def ring_all_reduce(data, comm):
-    rank, p = comm.Get_rank(), comm.Get_size()
-    bounds = chunk_bounds(data.size, p)
-    for phase in ("reduce-scatter", "all-gather"):
-        for step in range(p - 1):
-            s0, s1 = bounds[send_chunk(phase, step, rank, p)]
-            r0, r1 = bounds[recv_chunk(phase, step, rank, p)]
-            incoming = np.empty(r1 - r0, dtype=data.dtype)
-            comm.Sendrecv(data[s0:s1], dest=(rank + 1) % p, recvbuf=incoming,
-                          source=(rank - 1) % p)
-            if phase == "reduce-scatter":
-                data[r0:r1] += incoming
-            elif rank == 0 and {ALL_GATHER_SLIP}:
-                data[r0:r1] += incoming
-            else:
-                data[r0:r1] = incoming
-'''
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "14_data_parallelism.ipynb"
 
 
 def learners_ring(slip: bool):
-    """A learner's ring, defined from source as a notebook cell would be."""
-    source = RING.replace("{ALL_GATHER_SLIP}", str(slip))
+    """The chapter's solution of 14.3, defined from its source as a notebook cell is; with
+    ``slip``, rank 0 adds in the all-gather (a ring only that rank gets wrong)."""
+    [source] = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells
+                if "solution" in c.metadata.get("tags", [])
+                and c.source.startswith("def ring_all_reduce(")]
+    if slip:
+        source = source.replace("            else:\n                data[r0:r1] = incoming",
+                                "            elif rank == 0:\n                data[r0:r1] += incoming\n"
+                                "            else:\n                data[r0:r1] = incoming")
+        assert "elif rank == 0" in source
     filename = f"<learner's ring {slip}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = p2p.ring_namespace()
