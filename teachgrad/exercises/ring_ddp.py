@@ -22,6 +22,7 @@ from typing import Callable
 
 from ..distributed import launch, p2p, shipping
 from ..distributed.launcher import RunResult
+from .core import Mismatch, Test, expect_true
 
 RANK_SCRIPT = '''
 import json
@@ -96,9 +97,42 @@ def ddp_with_your_ring(ring_all_reduce: Callable, n: int = 3, steps: int = 3,
     Raises :class:`~teachgrad.distributed.shipping.ShippingError` if the function
     cannot be sent to the ranks.
     """
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
     shipped = shipping.ship(ring_all_reduce, p2p.ring_namespace())
     job = launch(source=RANK_SCRIPT, n=n, args=[json.dumps(asdict(shipped)), str(steps)],
                  timeout=timeout, env={"TEACHGRAD_DIST_TIMEOUT": "20"})
     if not job.ok:
         return job, []
     return job, [json.loads(out.strip().splitlines()[-1]) for out in job.stdout]
+
+
+def on_real_ranks(ring_all_reduce: Callable, n: int) -> Test:
+    """The chapter's workload as a checker's test: DDP on ``n`` ranks with the learner's
+    ring, against the engine's ring and full-batch training, the part run on every rank."""
+    def run() -> None:
+        job, reports = ddp_with_your_ring(ring_all_reduce, n=n)
+        if not job.ok:
+            raise Mismatch(f"on {n} real ranks the job failed"
+                           + (f": rank {job.failed_rank}: {job.failure}" if job.failed_rank
+                              is not None else f" (exit code {job.returncode})"),
+                           hint="the simulated ranks passed: read the rank's error above",
+                           show_values=False)
+        for report in reports:
+            rank = report["rank"]
+            expect_true(report["ddp_calls"] > 0, f"DDP never called your ring on rank {rank}",
+                        hint="it was plugged into distributed.ring_all_reduce")
+            expect_true(report["all_reduce_error"] < 1e-9,
+                        f"dist.all_reduce(algorithm='ring') with your ring gave sums off by "
+                        f"{report['all_reduce_error']:.3g} on rank {rank}")
+            expect_true(report["from_engines_ring"] < 1e-5,
+                        f"after 3 DDP steps with your ring, rank {rank}'s parameters differ "
+                        f"from those trained on the engine's ring by "
+                        f"{report['from_engines_ring']:.3g}")
+            expect_true(report["from_full_batch"] < 1e-5,
+                        f"after 3 DDP steps rank {rank}'s parameters differ from one "
+                        f"process's full-batch training by {report['from_full_batch']:.3g}")
+            expect_true(report["parameters"] == reports[0]["parameters"],
+                        f"ranks 0 and {rank} ended with different parameters")
+    return Test(f"DDP on {n} real ranks (mpiexec), 3 steps, your ring plugged into every "
+                "rank", run)

@@ -56,6 +56,10 @@ class Deadlock(Mismatch):
     """Every running rank waits for a message that nobody will send."""
 
 
+class TooSlow(Mismatch):
+    """A rank neither returned nor communicated within the time allowed."""
+
+
 class _Stop(BaseException):
     """Ends a rank's thread when another rank failed (not the learner's doing)."""
 
@@ -112,7 +116,7 @@ class World:
                 if running <= blocked:
                     raise self._deadlock(rank)
                 if time.monotonic() > deadline:
-                    raise Mismatch(f"rank {rank} waited {self.timeout:g} s for a message",
+                    raise TooSlow(f"rank {rank} waited {self.timeout:g} s for a message",
                                    hint="a rank kept computing without sending (a loop that "
                                         "never ends?)", show_values=False)
                 self.lock.wait(0.05)
@@ -270,7 +274,7 @@ def run_ranks(fn: Callable, arrays: list[np.ndarray], timeout: float = 10.0
     if any(thread.is_alive() for thread in threads):
         world.fail(_Stop())
         stuck = [r for r, t in enumerate(threads) if t.is_alive()]
-        raise Mismatch(f"rank{'s' if len(stuck) > 1 else ''} {', '.join(map(str, stuck))} "
+        raise TooSlow(f"rank{'s' if len(stuck) > 1 else ''} {', '.join(map(str, stuck))} "
                        f"did not return within {timeout:g} s", hint="a loop that never ends?",
                        show_values=False)
     return world, results
