@@ -334,8 +334,13 @@ def check_ring_all_reduce(ring_all_reduce: Callable) -> Feedback:
             too_slow.append(error)
             raise
 
+    def ragged(p: int, n: int, dtype: str) -> Test:
+        return Test(f"{p} simulated ranks, {n} {dtype} values (chunks of "
+                    f"{', '.join(str(b - a) for a, b in ring.chunk_bounds(n, p))})",
+                    lambda: _ring_on_simulated_ranks(as_ranks_run_it(), _arrays(p, n, dtype, n)))
+
     tests = [Test("3 simulated ranks, 6 values, rank r holds 2^r (the picture above)",
-                  chapters_case),
+                  chapters_case), ragged(4, 10, "float32"), ragged(5, 3, "float64"),
              property_test("1 to 5 simulated ranks, 1 to 23 values (fewer than the ranks, "
                            "not divisible by them), float32 and float64", _ring_case, random),
              on_real_ranks(ring_all_reduce, 2), on_real_ranks(ring_all_reduce, 3)]

@@ -142,6 +142,8 @@ VARIANTS = [
      "            comm.Irecv(incoming, source=(rank - 1) % p).Wait()\n"
      "            comm.Isend(data[s0:s1], dest=(rank + 1) % p).Wait()\n"),
     ("float32_buffer", "dtype=data.dtype", "dtype=np.float32"),
+    ("equal_chunks_only", "bounds = chunk_bounds(data.size, p)",
+     "bounds = [(k * (data.size // p), (k + 1) * (data.size // p)) for k in range(p)]"),
 ]
 
 
@@ -195,6 +197,8 @@ def test_the_stub_is_not_solved_yet():
                            "Get_rank, Get_size, Sendrecv, Isend, Irecv"]),
     ("returns_a_copy", ["returned ndarray", "in place"]),
     ("float32_buffer", []),
+    ("equal_chunks_only", ["wrong values", "4 simulated ranks, 10 float32 values (chunks of "
+                           "3, 3, 2, 2)"]),
     ("uses_the_notebooks_tg", ["cannot be sent to the ranks", "uses tg, which the ranks will "
                                "not have", "MPI, chunk_bounds, math, np, recv_chunk, send_chunk"]),
 ])
