@@ -109,12 +109,19 @@ LIBRARY_CALLS: dict[str, list[tuple[str, str]]] = {
          "               dynamic_axes={'x': {0: 'batch'}, 'logits': {0: 'batch'}})\n"
          "return lambda array: model(tg.tensor(array)).detach().numpy()"),
     ],
-    # a sampler by hand (14.3): the library's DistributedSampler
+    # a sampler by hand (14.4): the library's DistributedSampler
     "ch14.check_shard_indices": [
         ("shard_indices",
          "from teachgrad.utils.data import DistributedSampler\n"
          "return list(DistributedSampler(range(n), num_replicas=num_replicas, rank=rank,\n"
          "                               shuffle=False, drop_last=drop_last))"),
+    ],
+    # the ring all-reduce by hand (14.3): the engine's own ring on the same communicator
+    "ch14.check_ring_all_reduce": [
+        ("ring_all_reduce",
+         "from teachgrad.distributed import ring\n"
+         "ring.ring_all_reduce(data, np.add, comm,\n"
+         "                     lambda requests, what: [r.Wait() for r in requests])"),
     ],
     # the ring schedule by hand (14.2): the library's schedule
     "ch14.check_ring_send_chunk": [

@@ -14,6 +14,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..autograd import parts
+from . import p2p
 from . import process_group as pg
 from . import ring, timeline
 
@@ -150,11 +152,50 @@ def launch_all_reduce(tensor: Any, op: ReduceOp, algorithm: str, name: str,
     finish = _finish_into(tensor, array, buffer, scale)
     if algorithm == "ring":  # runs to the end now: the lesson's ring is not asynchronous
         work = Work(f"{name} (ring)", [], finish, buffer.nbytes, called)
-        ring.ring_all_reduce(buffer.reshape(-1), _UFUNCS[op.value], pg.group().comm, pg.wait)
+        if RING_PART.fn is not None and op in (ReduceOp.SUM, ReduceOp.AVG):
+            _learners_ring(buffer.reshape(-1))
+        else:
+            ring.ring_all_reduce(buffer.reshape(-1), _UFUNCS[op.value], pg.group().comm, pg.wait)
         return work
     MPI = pg._mpi()
     request = pg.group().comm.Iallreduce(MPI.IN_PLACE, buffer, _mpi_op(op))
     return Work(name, [request], finish, buffer.nbytes, called)
+
+
+# --- the learner's ring (tg.exercises.plug("distributed.ring_all_reduce", fn)) ------------
+
+RING_PART = parts.declare(
+    "distributed.ring_all_reduce",
+    receives="(data, comm): this rank's 1-D contiguous float array and a communicator with "
+             "mpi4py's point-to-point calls (Get_rank, Get_size, Sendrecv, Isend, Irecv)",
+    returns="None (or data itself): data summed over the ranks, in place, on every rank; "
+            "all_reduce(algorithm='ring') and DDP run it for SUM and AVG (AVG divides "
+            "afterwards), the engine's ring for MAX, MIN and PRODUCT",
+    engine=p2p.ring_sum)
+
+
+def _learners_ring(data: np.ndarray) -> None:
+    """Sum ``data`` with the plugged ring, then check what can be checked on one rank."""
+    had_nan = bool(np.isnan(data).any())
+    try:
+        result = RING_PART.call(data, p2p.point_to_point(pg.group()))
+    except parts.PartError as error:
+        if isinstance(error.__cause__, pg.RankFailedError):
+            raise error.__cause__ from None  # another rank failed first: name that one
+        raise
+    if result is not None and not (isinstance(result, np.ndarray) and result.shape == data.shape
+                                   and result.dtype == data.dtype
+                                   and np.shares_memory(result, data)):
+        got = (f"a new array ({result.dtype}, {result.size} values)"
+               if isinstance(result, np.ndarray) else f"a {type(result).__name__}")
+        raise RING_PART.reject(got, "None: write the sum into data itself, in place (DDP "
+                                    "reads its buckets back from there)")
+    if not had_nan and np.isnan(data).any():
+        where = np.flatnonzero(np.isnan(data))
+        raise RING_PART.reject(f"NaN at {where.size} of {data.size} positions (first at "
+                               f"{where[0]}) where no rank's input had one",
+                               "the elementwise sum of the ranks' data (a chunk received into "
+                               "memory never written?)")
 
 
 def broadcast(tensor: Any, src: int, group: Any = None, async_op: bool = False) -> Work | None:

@@ -53,6 +53,7 @@ class _Group:
     size: int
     timeout: float     # seconds
     allreduce: str     # "mpi" or "ring"
+    p2p: Any = None    # the point-to-point communicator a plugged ring receives (see p2p)
 
 
 _group: _Group | None = None

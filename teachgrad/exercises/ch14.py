@@ -1,9 +1,11 @@
 """Checkers for chapter 14, *Data parallelism*: a gradient average, the ring's schedule,
-a sampler's shards.
+the ring all-reduce itself (which then runs inside DDP), a sampler's shards.
 
-They run in the notebook's own process (no ranks to start): each checks the
-learner's function against teachgrad's own implementation on the cases the
-chapter shows plus randomised ones, and names the usual mistakes.
+Most run in the notebook's own process: each checks the learner's function against
+teachgrad's own implementation on the cases the chapter shows plus randomised ones,
+and names the usual mistakes. The ring all-reduce (14.3) is property-tested on
+simulated ranks (threads, :mod:`.simulated_ranks`), then runs on real ranks under
+``mpiexec`` inside DDP (:mod:`.ring_ddp`).
 """
 from __future__ import annotations
 
@@ -13,13 +15,17 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import teachgrad as tg
-from teachgrad.distributed import ring
+from teachgrad.autograd import parts
+from teachgrad.distributed import p2p, ring, shipping
 from teachgrad.utils.data import DistributedSampler
 
+from .building import property_test
 from .core import (
     Feedback, Mismatch, Test, check, counting_backward, expect_close, expect_true, to_numpy,
     unseen_rng,
 )
+from .ring_ddp import ddp_with_your_ring, on_real_ranks  # noqa: F401  (the chapter calls it)
+from .simulated_ranks import TooSlow, World, run_ranks
 from .withheld import withheld
 
 
@@ -177,10 +183,177 @@ def _ring_reduces_everything(send_chunk: Callable, p: int) -> None:
                  hint="each chunk must visit every rank once in each phase")
 
 
-# --- 14.3 a sampler's shards ------------------------------------------------------------
+# --- 14.3 the ring all-reduce, then inside DDP ----------------------------------------
+
+RING_PART = "distributed.ring_all_reduce"
+
+
+def _as_the_ranks_run_it(ring_all_reduce: Callable) -> Callable:
+    """The learner's function defined from its source among the names the ranks provide,
+    exactly as each rank of the DDP workload will define it."""
+    try:
+        shipped = shipping.ship(ring_all_reduce, p2p.ring_namespace())
+    except shipping.ShippingError as error:
+        raise Mismatch("your function cannot be sent to the ranks", hint=str(error),
+                       show_values=False) from None
+    return _called_as_the_engine_calls(shipping.define(shipped, p2p.ring_namespace()))
+
+
+def _called_as_the_engine_calls(ring_all_reduce: Callable) -> Callable:
+    """Call the learner's ring through a :class:`Part`, as the engine does: an exception
+    in it is reported naming the part and the learner's line (the checker's own findings,
+    a deadlock or a call the communicator lacks, pass through as they are)."""
+    declared = parts.get(RING_PART)
+    part = parts.Part(RING_PART, declared.receives, declared.returns, declared.engine,
+                      fn=ring_all_reduce)
+
+    def call(data: np.ndarray, comm: Any) -> Any:
+        try:
+            return part.call(data, comm)
+        except parts.PartError as error:
+            if isinstance(error.__cause__, Mismatch):
+                raise error.__cause__ from None
+            raise
+    return call
+
+
+def _ring_on_simulated_ranks(ring_all_reduce: Callable, arrays: list[np.ndarray]) -> None:
+    """Run the learner's ring on ``len(arrays)`` simulated ranks; check sums and messages."""
+    p, n, dtype = len(arrays), arrays[0].size, arrays[0].dtype
+    datas = [a.copy() for a in arrays]
+    with withheld((ring, "ring_all_reduce", "ring.ring_all_reduce"),
+                  (p2p, "ring_sum", "the engine's ring")):
+        world, returned = run_ranks(ring_all_reduce, datas)
+    for rank, result in enumerate(returned):
+        expect_true(result is None or result is datas[rank],
+                    f"rank {rank}'s function returned {type(result).__name__} {result!r:.40}",
+                    hint="sum into data in place and return None: DDP reads the sum from "
+                         "the buffer it passed")
+    want = np.sum(np.stack(arrays).astype(np.float64), axis=0)
+    tolerance = 1e-5 if dtype == np.float32 else 1e-12
+    for rank, got in enumerate(datas):
+        if not np.allclose(got, want, rtol=tolerance, atol=tolerance):
+            raise Mismatch(f"rank {rank} holds the wrong values after your ring ({p} ranks, "
+                           f"{n} {dtype} values)", want.astype(dtype), got,
+                           _ring_hint(got, arrays, rank))
+    for rank, got in enumerate(datas):
+        expect_true(np.array_equal(got, datas[0]), f"ranks 0 and {rank} hold sums that differ "
+                    f"in the last bits ({p} ranks, {n} values)",
+                    hint="every chunk is summed once, on the ring, then copied to every rank "
+                         "(the all-gather): then all replicas get the same bits and DDP's "
+                         "models stay identical")
+    _expect_a_ring(world, n, p)
+
+
+def _replay_ring(arrays: list[np.ndarray], all_gather: str) -> list[np.ndarray]:
+    """Each rank's data after the ring in numpy, the all-gather done as ``all_gather`` says:
+    "copy" (right), "add" (a usual slip) or "skip" (left out)."""
+    p, bounds = len(arrays), ring.chunk_bounds(arrays[0].size, len(arrays))
+    datas = [a.astype(np.float64) for a in arrays]
+    for phase in ring.PHASES:
+        if phase == "all-gather" and all_gather == "skip":
+            break
+        for step in range(p - 1):
+            sent = [datas[r][slice(*bounds[ring.send_chunk(phase, step, r, p)])].copy()
+                    for r in range(p)]
+            for r in range(p):
+                chunk = slice(*bounds[ring.recv_chunk(phase, step, r, p)])
+                if phase == "reduce-scatter" or all_gather == "add":
+                    datas[r][chunk] += sent[(r - 1) % p]
+                else:
+                    datas[r][chunk] = sent[(r - 1) % p]
+    return datas
+
+
+def _ring_hint(got: np.ndarray, arrays: list[np.ndarray], rank: int) -> str:
+    if np.array_equal(got, arrays[rank]):
+        return ("data came back unchanged: write into data itself (data[a:b] += incoming), "
+                "not into a new array")
+    if np.allclose(got, _replay_ring(arrays, "skip")[rank], rtol=1e-5, atol=1e-5):
+        return ("after the reduce-scatter each rank holds one finished chunk only: the "
+                "all-gather passes the finished chunks round the ring (p - 1 more steps)")
+    if np.allclose(got, _replay_ring(arrays, "add")[rank], rtol=1e-5, atol=1e-5):
+        return ("in the all-gather the incoming chunk is already the full sum: copy it "
+                "(data[a:b] = incoming), don't add it")
+    return ("reduce-scatter: at step s send chunk send_chunk('reduce-scatter', s, rank, p) to "
+            "the right and add the one from the left into data; all-gather: the same, copying")
+
+
+def _expect_a_ring(world: World, n: int, p: int) -> None:
+    """The messages of a ring all-reduce: to a neighbour only, 2(p - 1) of them per rank,
+    each one chunk (at most ceil(n / p) values)."""
+    biggest = -(-n // p)
+    for rank in range(p):
+        sent = world.sent_by(rank)
+        strangers = sorted({m.dest for m in sent} - {(rank + 1) % p, (rank - 1) % p})
+        expect_true(not strangers, f"not a ring: rank {rank} sent messages to rank "
+                    f"{', '.join(map(str, strangers))}, which is not its neighbour ({p} ranks)",
+                    hint="in a ring each rank talks to its neighbours only: it sends to "
+                         "(rank + 1) % p and receives from (rank - 1) % p; gathering at one "
+                         "rank makes that rank's link carry everything")
+        expect_true(len(sent) <= 2 * (p - 1), f"rank {rank} sent {len(sent)} messages on "
+                    f"{p} ranks; the ring sends 2(p - 1) = {2 * (p - 1)}",
+                    hint="p - 1 steps of reduce-scatter, then p - 1 of all-gather: one chunk "
+                         "per step")
+        size = max((m.data.size for m in sent), default=0)
+        expect_true(size <= biggest, f"rank {rank} sent a message of {size} values, but "
+                    f"{n} values cut into {p} chunks hold at most {biggest}",
+                    hint="send one chunk per step (chunk_bounds(n, p) gives each chunk's "
+                         "start and stop), not the whole array: that is why the ring sends "
+                         "only 2(p - 1)/p of the data")
+
+
+def _ring_case(strategies):
+    """(ranks, values per rank, dtype, seed): n below, at and above p, ragged chunks."""
+    return strategies.tuples(strategies.integers(1, 5), strategies.integers(1, 23),
+                             strategies.sampled_from(["float32", "float64"]),
+                             strategies.integers(0, 2**16))
+
+
+def _arrays(p: int, n: int, dtype: str, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=n).astype(dtype) for _ in range(p)]
+
+
+def check_ring_all_reduce(ring_all_reduce: Callable) -> Feedback:
+    """Exercise 14.3: the ring all-reduce, on simulated ranks, then inside DDP on real ones."""
+    def as_ranks_run_it() -> Callable:
+        return _as_the_ranks_run_it(ring_all_reduce)
+
+    def chapters_case() -> None:
+        _ring_on_simulated_ranks(as_ranks_run_it(), [np.full(6, 2.0 ** r) for r in range(3)])
+
+    too_slow: list[TooSlow] = []
+
+    def random(case: tuple) -> None:
+        if too_slow:  # (a ring stuck in a loop: don't wait that long again while shrinking)
+            raise too_slow[0]
+        try:
+            _ring_on_simulated_ranks(as_ranks_run_it(), _arrays(*case))
+        except TooSlow as error:
+            too_slow.append(error)
+            raise
+
+    def ragged(p: int, n: int, dtype: str) -> Test:
+        return Test(f"{p} simulated ranks, {n} {dtype} values (chunks of "
+                    f"{', '.join(str(b - a) for a, b in ring.chunk_bounds(n, p))})",
+                    lambda: _ring_on_simulated_ranks(as_ranks_run_it(), _arrays(p, n, dtype, n)))
+
+    tests = [Test("3 simulated ranks, 6 values, rank r holds 2^r (the picture above)",
+                  chapters_case), ragged(4, 10, "float32"), ragged(5, 3, "float64"),
+             property_test("1 to 5 simulated ranks, 1 to 23 values (fewer than the ranks, "
+                           "not divisible by them), float32 and float64", _ring_case, random),
+             on_real_ranks(ring_all_reduce, 2), on_real_ranks(ring_all_reduce, 3)]
+    return check("14.3", tests, candidate=ring_all_reduce,
+                 solved="your ring summed every rank's data with 2(p - 1) messages of one "
+                        "chunk per rank, and DDP trained on 2 and 3 ranks with it, to the "
+                        "parameters of full-batch training.")
+
+
+# --- 14.4 a sampler's shards ------------------------------------------------------------
 
 def check_shard_indices(shard_indices: Callable) -> Feedback:
-    """Exercise 14.3: the indices rank ``rank`` reads (DistributedSampler without shuffle)."""
+    """Exercise 14.4: the indices rank ``rank`` reads (DistributedSampler without shuffle)."""
 
     def make(n: int, p: int, drop_last: bool) -> Test:
         def run() -> None:
@@ -200,7 +373,7 @@ def check_shard_indices(shard_indices: Callable) -> Feedback:
              (1, 3, False), (7, 7, True)]
     randomised = [(n, p, bool(n % 2)) for n, p in zip(_random_sizes(3, 5, 40),
                                                       _random_sizes(3, 2, 9))]
-    return check("14.3", [make(*c) for c in fixed + randomised], candidate=shard_indices,
+    return check("14.4", [make(*c) for c in fixed + randomised], candidate=shard_indices,
                  solved="every rank reads the same number of samples, rank r every p-th one "
                         "from r, with the tail padded (or dropped) as DistributedSampler does.")
 
