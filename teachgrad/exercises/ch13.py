@@ -3,6 +3,8 @@ of successive halving, and Hyperband's schedule.
 
 Each checker runs the learner's code on the chapter's inputs and on inputs drawn afresh
 on every run, and withholds the ``teachgrad.tune`` call that would answer the exercise.
+13.2 is a build exercise: the learner's ``promote`` then becomes the rule ``tg.tune``
+promotes with (the part ``tune.promote``; see :mod:`.tune_workloads`).
 """
 from __future__ import annotations
 
