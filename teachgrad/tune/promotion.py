@@ -62,7 +62,11 @@ def _checked(got: object, losses: list[float], eta: int) -> list[int]:
     if isinstance(got, (str, bytes, dict)) or not hasattr(got, "__iter__"):
         raise PROMOTE.reject(f"{got!r:.40} ({type(got).__name__}) for {n} losses and eta = {eta}",
                              expected)
-    indices = list(got)
+    try:
+        indices = list(got)  # (a generator of the learner's runs only now)
+    except Exception as error:
+        raise PROMOTE.reject(f"an iterable that raised {type(error).__name__}: {error}",
+                             expected) from error
     for i in indices:
         if isinstance(i, bool) or not isinstance(i, numbers.Integral):
             raise PROMOTE.reject(f"{i!r} ({type(i).__name__}) among the indices", expected)

@@ -108,6 +108,7 @@ def test_the_rule_gets_a_copy_of_the_losses_with_nan_for_failures(threads):
      "a failed trial (loss nan)"),
     (lambda losses, eta: engine_promote(losses, eta)[:-1], "indices for 40 losses and eta = 2"),
     (lambda losses, eta: engine_promote(losses, eta * 2), "indices for 40 losses and eta = 2"),
+    (lambda losses, eta: (i // 0 for i in range(3)), "an iterable that raised ZeroDivisionError"),
 ])
 def test_a_rule_returning_what_tune_cannot_use_is_refused_with_what_was_expected(
         threads, returns, says):
