@@ -95,6 +95,12 @@ LIBRARY_CALLS: dict[str, list[tuple[str, str]]] = {
          "best = trials.best_trial\n"
          "return (best.config['lr'], best.loss) if best is not None else (None, math.inf)"),
     ],
+    # one step of successive halving (13.2): the engine's own rule, the part it plugs into
+    "ch13.check_promote": [
+        ("promote", "from teachgrad.tune import promotion\n"
+                    "return promotion.engine_promote(losses, eta)"),
+        ("promote", "return tg.exercises.parts()['tune.promote'].engine(list(losses), eta)"),
+    ],
     # Hyperband's brackets (13.3): the library's schedule
     "ch13.check_hyperband_schedule": [
         ("hyperband_schedule",

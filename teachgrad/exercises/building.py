@@ -30,13 +30,15 @@ def _hypothesis() -> Any:
 
 
 def property_test(description: str, strategy: Callable[[Any], Any],
-                  run: Callable[[Any], None], *, examples: int = 40) -> Test:
+                  run: Callable[[Any], None], *, examples: int = 40,
+                  shrink: bool = True) -> Test:
     """A test that runs ``run(example)`` on ``examples`` inputs drawn by hypothesis.
 
     ``strategy`` receives the ``hypothesis.strategies`` module and returns the strategy
     (so this module imports hypothesis only when a checker runs). ``run`` raises
     :class:`Mismatch` (naming the input) when the learner's piece is wrong; hypothesis
-    then shrinks the input and the smallest failing one is reported.
+    then shrinks the input and the smallest failing one is reported (``shrink=False``:
+    the first failing one, for inputs as slow to run as a kernel in the simulator).
     """
     seed = int(unseen_rng().integers(2**32))
 
@@ -44,7 +46,8 @@ def property_test(description: str, strategy: Callable[[Any], Any],
         hypothesis = _hypothesis()
         settings = hypothesis.settings(
             max_examples=examples, deadline=None, database=None, print_blob=False,
-            suppress_health_check=list(hypothesis.HealthCheck))
+            suppress_health_check=list(hypothesis.HealthCheck),
+            phases=[p for p in hypothesis.Phase if shrink or p != hypothesis.Phase.shrink])
 
         @settings
         @hypothesis.seed(seed)

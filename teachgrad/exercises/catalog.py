@@ -103,7 +103,7 @@ _EXERCISES = (
     _e("12.2", "explain", "a gradient-norm logger", "ch12.check_log_grad_norms"),
     _e("12.3", "measure", "which layer is dead?", "ch12.check_dead_fractions"),
     _e("13.1", "explain", "random search, by hand", "ch13.check_random_search"),
-    _e("13.2", "explain", "one step of successive halving", "ch13.check_promote"),
+    _e("13.2", "build", "one step of successive halving", "ch13.check_promote", "tune.promote"),
     _e("13.3", "explain", "the Hyperband schedule", "ch13.check_hyperband_schedule"),
     _e("14.1", "explain", "the gradient every rank steps with",
        "ch14.check_data_parallel_gradient"),

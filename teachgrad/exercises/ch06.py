@@ -9,6 +9,7 @@ from typing import Callable
 
 import numpy as np
 
+from .building import property_test
 from .core import Feedback, Mismatch, Test, check, expect_true, unseen_rng
 from .kernel_runs import first_index, is_stub, launch_on_host_arrays, launch_within_bounds
 
@@ -197,27 +198,47 @@ def _launch_map(kernel, n: int, blocks: int, threads: int, values: np.ndarray) -
     return out
 
 
+def check_map_launch(make_map: Callable, n: int, blocks: int, threads: int, name: str = "tanh",
+                     seed: int = 0) -> None:
+    """``make_map(fn)`` launched as ``[blocks, threads]`` on ``n`` values against numpy;
+    a :class:`Mismatch` naming the first wrong element, and why it may be wrong."""
+    device_fn, numpy_fn = _map_functions()[name]
+    values = np.random.default_rng(seed).normal(size=n) * 3
+    got = _launch_map(make_map(device_fn), n, blocks, threads, values)
+    expected = numpy_fn(values)
+    if np.allclose(got, expected, rtol=1e-12, atol=1e-12):
+        return
+    i = first_index(~np.isclose(got, expected, rtol=1e-12, atol=1e-12))
+    if np.isnan(got[i]):
+        hint = (f"element {i} was never written; a grid of {blocks * threads} thread(s) "
+                "covers more elements only if each thread keeps going: step by "
+                "cuda.gridsize(1)")
+    else:
+        hint = f"out[i] must be fn(x[i]), the function make_map was given ({name} here)"
+    raise Mismatch(f"wrong value at element {i} of make_map({name}) on n = {n}, launched as "
+                   f"[{blocks}, {threads}]", expected[i], got[i], hint)
+
+
 def map_launch_test(make_map: Callable, n: int, blocks: int, threads: int, about: str,
                     name: str = "tanh", seed: int = 0) -> Test:
     def run() -> None:
         if is_stub(make_map):
             raise NotImplementedError
-        device_fn, numpy_fn = _map_functions()[name]
-        values = np.random.default_rng(seed).normal(size=n) * 3
-        got = _launch_map(make_map(device_fn), n, blocks, threads, values)
-        expected = numpy_fn(values)
-        if np.allclose(got, expected, rtol=1e-12, atol=1e-12):
-            return
-        i = first_index(~np.isclose(got, expected, rtol=1e-12, atol=1e-12))
-        if np.isnan(got[i]):
-            hint = (f"element {i} was never written; a grid of {blocks * threads} thread(s) "
-                    "covers more elements only if each thread keeps going: step by "
-                    "cuda.gridsize(1)")
-        else:
-            hint = f"out[i] must be fn(x[i]), the function make_map was given ({name} here)"
-        raise Mismatch(f"wrong value at element {i}", expected[i], got[i], hint)
+        check_map_launch(make_map, n, blocks, threads, name, seed)
 
     return Test(f"make_map({name}) on n = {n}, launched as [{blocks}, {threads}] ({about})", run)
+
+
+def map_property_test(make_map: Callable) -> Test:
+    """Sizes, grids and block sizes drawn by hypothesis (odd block sizes too, which the
+    engine never launches but a grid-stride loop must not care about)."""
+    def strategy(st):
+        return st.tuples(st.integers(1, 70), st.integers(1, 4), st.sampled_from([1, 3, 5, 8, 13]),
+                         st.sampled_from(sorted(_map_functions())), st.integers(0, 2**16))
+
+    return property_test("make_map(tanh, neg or relu) on 1 to 70 elements, 1 to 4 blocks of 1 to "
+                         "13 threads", strategy, lambda case: check_map_launch(make_map, *case),
+                         examples=25, shrink=False)
 
 
 def _negate(value):
@@ -267,6 +288,7 @@ def check_map(make_map: Callable) -> Feedback:
     tests += [map_launch_test(make_map, 29, 2, 8, "another function", "relu", seed=3),
               map_launch_test(make_map, 29, 2, 8, "another function", "neg", seed=4),
               map_spread_test(make_map),
+              map_property_test(make_map),
               plugged_training_test("cuda.map", make_map, "map kernel")]
     return check("6.3", tests, candidate=make_map,
                  solved="your grid-stride map is the kernel the cuda device runs for tanh, "

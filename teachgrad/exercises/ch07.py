@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from .building import property_test
 from .core import Feedback, Mismatch, Test, check, unseen_rng
 from .kernel_runs import (first_index, is_stub, launch_on_host_arrays, launch_within_bounds,
                           negative_index_test, python_function)
@@ -305,34 +306,52 @@ def run_row_sums(block_sum, values: np.ndarray, extra_blocks: int = 0) -> np.nda
     return got
 
 
+def check_row_sums(block_sum, rows: int, n: int, extra: int, seed: int = 0) -> None:
+    """``block_sum`` on ``rows`` rows of ``n`` integers (with ``extra`` blocks past the end)
+    against numpy; a :class:`Mismatch` naming the first wrong block sum, and why."""
+    values = _row_sum_values(rows, n, seed)
+    got = run_row_sums(block_sum, values, extra)
+    padded = np.pad(values, ((0, 0), (0, got.shape[1] * THREADS - n)))
+    expected = padded.reshape(rows, got.shape[1], THREADS).sum(axis=2)
+    if np.array_equal(got, expected):
+        return
+    r, b = first_index(got != expected)
+    if np.isnan(got[r, b]) and r > 0 and not np.isnan(got[0]).any():
+        hint = (f"row {r} was never written while row 0 was: block (b, r) sums row r, "
+                "and r is cuda.blockIdx.y")
+    elif np.isnan(got[r, b]):
+        hint = ("out[row, blockIdx.x] was never written: thread 0 writes partial[0] at the "
+                "end, for every block (blockIdx.x) and row (blockIdx.y)")
+    elif r > 0 and got[r, b] == expected[0, b]:
+        hint = "row r gave row 0's sum: block (b, r) sums row r, and r is cuda.blockIdx.y"
+    else:
+        hint = ("each level, thread t < step adds partial[t + step] into partial[t]; a "
+                "barrier (at the loop's level, outside the `if`) separates the levels")
+    raise blame_row_race(block_sum, Mismatch(
+        f"wrong sum for row {r}, block {b} (elements {b * THREADS} to "
+        f"{min((b + 1) * THREADS, n) - 1}) of {rows} row(s) of {n}, launched as "
+        f"[({-(-n // THREADS) + extra}, {rows}), {THREADS}]", expected[r, b], got[r, b], hint))
+
+
 def row_sum_test(block_sum, rows: int, n: int, extra: int, about: str, seed: int = 0) -> Test:
     def run() -> None:
         if is_stub(block_sum):
             raise NotImplementedError
-        values = _row_sum_values(rows, n, seed)
-        got = run_row_sums(block_sum, values, extra)
-        padded = np.pad(values, ((0, 0), (0, got.shape[1] * THREADS - n)))
-        expected = padded.reshape(rows, got.shape[1], THREADS).sum(axis=2)
-        if np.array_equal(got, expected):
-            return
-        r, b = first_index(got != expected)
-        if np.isnan(got[r, b]) and r > 0 and not np.isnan(got[0]).any():
-            hint = (f"row {r} was never written while row 0 was: block (b, r) sums row r, "
-                    "and r is cuda.blockIdx.y")
-        elif np.isnan(got[r, b]):
-            hint = ("out[row, blockIdx.x] was never written: thread 0 writes partial[0] at the "
-                    "end, for every block (blockIdx.x) and row (blockIdx.y)")
-        elif r > 0 and got[r, b] == expected[0, b]:
-            hint = "row r gave row 0's sum: block (b, r) sums row r, and r is cuda.blockIdx.y"
-        else:
-            hint = ("each level, thread t < step adds partial[t + step] into partial[t]; a "
-                    "barrier (at the loop's level, outside the `if`) separates the levels")
-        raise blame_row_race(block_sum, Mismatch(
-            f"wrong sum for row {r}, block {b} (elements {b * THREADS} to "
-            f"{min((b + 1) * THREADS, n) - 1})", expected[r, b], got[r, b], hint))
+        check_row_sums(block_sum, rows, n, extra, seed)
 
     return Test(f"{rows} row(s) of {n}, launched as [({-(-n // THREADS) + extra}, {rows}), "
                 f"{THREADS}] ({about})", run)
+
+
+def row_sum_property_test(block_sum) -> Test:
+    """Rows, ragged lengths and grids with blocks to spare, drawn by hypothesis."""
+    def strategy(st):
+        return st.tuples(st.integers(1, 3), st.integers(1, 2 * THREADS + 6), st.integers(0, 2),
+                         st.integers(0, 2**16))
+
+    return property_test(f"1 to 3 rows of 1 to {2 * THREADS + 6}, 0 to 2 blocks to spare",
+                         strategy, lambda case: check_row_sums(block_sum, *case),
+                         examples=15, shrink=False)
 
 
 ROW_RACE_INPUT = f"2 rows of 45 (ragged), launched as [(2, 2), {THREADS}]"
@@ -388,6 +407,7 @@ def check_block_sum(block_sum: Callable) -> Feedback:
                            _row_race_report, ROW_RACE_INPUT))
     tests.append(tree_test(block_sum, _row_race_report, ROW_RACE_INPUT))
     tests.append(row_sum_spread_test(block_sum))
+    tests.append(row_sum_property_test(block_sum))
     tests.append(plugged_training_test("cuda.reduce", block_sum, "block_sum kernel"))
     return check("7.3", tests, candidate=block_sum,
                  solved="your tree reduction is the kernel the cuda device sums with: the MLP's "

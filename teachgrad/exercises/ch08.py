@@ -16,6 +16,7 @@ import numpy as np
 from numba import cuda, float64  # module level: the simulator swaps `cuda` in a kernel's globals
 
 from ..kernels._simulator import uninitialised_shared
+from .building import property_test
 from .core import Feedback, Mismatch, Test, check, expect_true, unseen_rng
 from .kernel_runs import (first_index, is_device_function, is_stub, launch_on_host_arrays,
                           launch_within_bounds, negative_index_test)
@@ -165,40 +166,62 @@ def _grid(M: int, N: int, tile: int, extra: int = 0) -> tuple[int, int]:
     return _ceil_div(N, tile) + extra, _ceil_div(M, tile) + extra
 
 
+def check_tiled_product(make_tiled_matmul: Callable, M: int, K: int, N: int, tile: int,
+                        extra: int = 0, seed: int = 0) -> None:
+    """``make_tiled_matmul(tile)`` on ``A (M, K) @ B (K, N)`` (``extra`` blocks to spare on
+    each axis) against numpy; a :class:`Mismatch` naming the first wrong element, and why."""
+    A, B = _operands(M, K, N, seed)
+    with uninitialised_shared():  # as on a GPU: a slot never written is garbage
+        *_, got = launch_within_bounds(
+            make_tiled_matmul(tile), _grid(M, N, tile, extra), (tile, tile), A, B,
+            np.full((M, N), np.nan),
+            hint="a thread whose row or column is past the edge of A, B or C must not "
+                 "touch it: store 0 in its tile slot, and skip the final write")
+    expected = A @ B
+    if np.array_equal(got, expected):
+        return
+    r, c = first_index(got != expected)
+    if np.isnan(got[r, c]):
+        hint = (f"C[{r}, {c}] was never written: thread (ty, tx) of block (bx, by) writes "
+                "C[by*tile + ty, bx*tile + tx] after the last phase")
+    elif K % tile and np.array_equal(got, _without_last_partial_phase(A, B, tile)):
+        hint = ("the last, partial phase is missing: there are ceil(K / tile) phases, "
+                "(K + tile - 1) // tile")
+    else:
+        hint = ("in phase p, thread (ty, tx) copies A[row, p*tile + tx] and "
+                "B[p*tile + ty, col] into its slot of each tile (0 past an edge); then "
+                "acc += a_tile[ty, k] * b_tile[k, tx] for k < tile")
+    raise _blame_race(make_tiled_matmul, Mismatch(
+        f"wrong value at C[{r}, {c}] of A {M}x{K} @ B {K}x{N}, tile {tile}",
+        expected[r, c], got[r, c], hint))
+
+
 def tiled_product_test(make_tiled_matmul: Callable, M: int, K: int, N: int, tile: int,
                        extra: int = 0, seed: int = 0) -> Test:
     def run() -> None:
         if is_stub(make_tiled_matmul):
             raise NotImplementedError
-        A, B = _operands(M, K, N, seed)
-        with uninitialised_shared():  # as on a GPU: a slot never written is garbage
-            *_, got = launch_within_bounds(
-                make_tiled_matmul(tile), _grid(M, N, tile, extra), (tile, tile), A, B,
-                np.full((M, N), np.nan),
-                hint="a thread whose row or column is past the edge of A, B or C must not "
-                     "touch it: store 0 in its tile slot, and skip the final write")
-        expected = A @ B
-        if np.array_equal(got, expected):
-            return
-        r, c = first_index(got != expected)
-        if np.isnan(got[r, c]):
-            hint = (f"C[{r}, {c}] was never written: thread (ty, tx) of block (bx, by) writes "
-                    "C[by*tile + ty, bx*tile + tx] after the last phase")
-        elif K % tile and np.array_equal(got, _without_last_partial_phase(A, B, tile)):
-            hint = ("the last, partial phase is missing: there are ceil(K / tile) phases, "
-                    "(K + tile - 1) // tile")
-        else:
-            hint = ("in phase p, thread (ty, tx) copies A[row, p*tile + tx] and "
-                    "B[p*tile + ty, col] into its slot of each tile (0 past an edge); then "
-                    "acc += a_tile[ty, k] * b_tile[k, tx] for k < tile")
-        raise _blame_race(make_tiled_matmul, Mismatch(f"wrong value at C[{r}, {c}]",
-                                                      expected[r, c], got[r, c], hint))
+        check_tiled_product(make_tiled_matmul, M, K, N, tile, extra, seed)
 
     ragged = " (ragged)" if (M % tile or K % tile or N % tile) else ""
     more = ", more blocks than needed" if extra else ""
     grid = _grid(M, N, tile, extra)
     return Test(f"A {M}x{K} @ B {K}x{N}, tile {tile}{ragged}, launched as [{grid}, "
                 f"({tile}, {tile})]{more}", run)
+
+
+def tiled_property_test(make_tiled_matmul: Callable) -> Test:
+    """Shapes, tiles (3 and 1 too, which no case above uses) and spare blocks drawn by
+    hypothesis."""
+    def strategy(st):
+        size = st.integers(1, 9)
+        return st.tuples(size, size, size, st.sampled_from([1, 2, 3, 4]), st.integers(0, 1),
+                         st.integers(0, 2**16))
+
+    return property_test("A MxK @ B KxN with M, K, N from 1 to 9, tile 1 to 4, 0 or 1 block to "
+                         "spare", strategy,
+                         lambda case: check_tiled_product(make_tiled_matmul, *case),
+                         examples=15, shrink=False)
 
 
 def _without_last_partial_phase(A: np.ndarray, B: np.ndarray, tile: int) -> np.ndarray:
@@ -333,6 +356,7 @@ def check_tiled_matmul(make_tiled_matmul: Callable) -> Feedback:
     tests = [tiled_product_test(make_tiled_matmul, *case) for case in MATMUL_CASES]
     tests += [tiled_product_test(make_tiled_matmul, *unseen, seed=int(rng.integers(2**31))),
               tiled_race_test(make_tiled_matmul), tiled_spread_test(make_tiled_matmul),
+              tiled_property_test(make_tiled_matmul),
               plugged_training_test("cuda.matmul", make_tiled_matmul, "tiled matmul")]
     return check("8.3", tests, candidate=make_tiled_matmul,
                  solved="your tiled kernel is the cuda device's matmul: the MLP trained on "

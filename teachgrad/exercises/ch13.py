@@ -3,6 +3,8 @@ of successive halving, and Hyperband's schedule.
 
 Each checker runs the learner's code on the chapter's inputs and on inputs drawn afresh
 on every run, and withholds the ``teachgrad.tune`` call that would answer the exercise.
+13.2 is a build exercise: the learner's ``promote`` then becomes the rule ``tg.tune``
+promotes with (the part ``tune.promote``; see :mod:`.tune_workloads`).
 """
 from __future__ import annotations
 
@@ -180,13 +182,7 @@ def check_random_search(random_search: Callable) -> Feedback:
                         "seed, and never picks a diverged run.")
 
 
-# --- 13.2 one successive-halving step --------------------------------------------------------
-
-def _reference_promote(losses: list[float], eta: int) -> list[int]:
-    ok = [i for i, loss in enumerate(losses) if math.isfinite(loss)]
-    ok.sort(key=lambda i: (losses[i], i))
-    return ok[: len(losses) // eta]
-
+# --- 13.2 one successive-halving step, the rule tg.tune runs ------------------------------
 
 def _promote_hint(losses: list[float], eta: int, expected: list[int], got: list[int] | None) -> str:
     if got is None:
@@ -214,22 +210,15 @@ def _promote_hint(losses: list[float], eta: int, expected: list[int], got: list[
 
 def check_promote(promote: Callable) -> Feedback:
     """Exercise 13.2: ``promote(losses, eta)`` returns the indices of the configurations that go
-    on to the next rung: the ``floor(n / eta)`` lowest losses, best first, never a failure."""
+    on to the next rung: the ``floor(n / eta)`` lowest losses, best first, never a failure.
+    Then it becomes the rule ``tg.tune`` promotes with (the part ``tune.promote``): the
+    chapter's Hyperband and a successive halving through failures run on it."""
+    from .tune_workloads import plugged_search_tests, promote_property_test, run_promote
 
     def make(description: str, losses: list[float], eta: int) -> Test:
         def run() -> None:
-            expected = _reference_promote(losses, eta)
-            given = list(losses)
             with _withhold_tune():
-                got = promote(given, eta)
-            got_list = [int(i) for i in got] if got is not None else None
-            if got_list != expected:
-                raise Mismatch("wrong configurations promoted", expected, got_list,
-                               _promote_hint(losses, eta, expected, got_list))
-            expect_true(given == losses or all(
-                (a == b) or (math.isnan(a) and math.isnan(b)) for a, b in zip(given, losses)),
-                "promote changed the list of losses it was given",
-                hint="sort a list of indices (sorted(...)), not the losses in place")
+                run_promote(promote, losses, eta, _promote_hint)
         return Test(description, run)
 
     rng = unseen_rng()
@@ -248,9 +237,13 @@ def check_promote(promote: Callable) -> Feedback:
              make("9 losses, 7 of them NaN, eta = 3", [nan] * 7 + [0.8, 0.6], 3),
              make("6 losses, one inf, eta = 5", [0.5, inf, 0.2, 0.9, 0.1, 0.3], 5),
              make("6 losses, three of them inf, eta = 2", [inf, inf, 0.3, nan, inf, 0.2], 2),
-             make("2 losses, eta = 3: nobody goes on", [0.2, 0.1], 3)]
+             make("2 losses, eta = 3: nobody goes on", [0.2, 0.1], 3),
+             promote_property_test(promote, _promote_hint)]
+    tests += plugged_search_tests(promote)
     return check("13.2", tests, candidate=promote,
-                 solved="your step keeps the best 1/eta, best first, and never a failed trial.")
+                 solved="your step keeps the best 1/eta, best first, and never a failed trial; "
+                        "tg.tune's Hyperband and successive halving ran on it, trial for trial "
+                        "as on the engine's own rule.")
 
 
 # --- 13.3 the Hyperband schedule ---------------------------------------------------------------

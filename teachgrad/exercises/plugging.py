@@ -29,6 +29,8 @@ The parts (``tg.exercises.parts()`` lists them with what each receives and retur
   for one-argument operations, sums and matrix products (``make_map(fn)``, a
   ``block_sum_rows(x, out)`` kernel, ``make_tiled_matmul(tile)``; see
   :mod:`teachgrad.kernels.parts`).
+- ``tune.promote``: ``promote(losses, eta) -> [indices]``, which trials of a rung go on
+  in ``tg.tune``'s successive halving, Hyperband and BOHB.
 """
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ def _declare_all(name: str | None = None) -> None:
     from .. import nn, optim  # noqa: F401  (optim declares its steps; nn, its operations)
     if name is None or name.startswith("cuda."):
         from ..kernels import parts  # noqa: F401  (declares cuda.map, cuda.reduce, cuda.matmul)
+    if name is None or name.startswith("tune."):
+        from .. import tune  # noqa: F401  (declares tune.promote)
 
 
 def plug(part: str, fn: Callable) -> Part:

@@ -17,6 +17,10 @@ configurations, train each for some budget, keep the best. ::
 BOHB (``tune.bohb``, same arguments) runs Hyperband's brackets but draws new
 configurations from a kernel-density model of the good results so far.
 
+Which trials of a rung go on is one replaceable part of the engine, ``tune.promote``
+(:mod:`teachgrad.tune.promotion`): ``tg.exercises.plug("tune.promote", promote)`` makes
+every search promote with your own rule.
+
 Trials run on any ``concurrent.futures.Executor`` (``executor=``): by default a
 local process pool; for more than one machine, a Dask cluster's
 ``client.get_executor()``.

@@ -13,11 +13,13 @@ objective returns.
 """
 from __future__ import annotations
 
+import math
 from concurrent.futures import Executor
 from typing import Callable
 
 import numpy as np
 
+from .promotion import promote
 from .schedule import (Rung, check_budget, check_trial_count, hyperband_schedule, plain_budget,
                        successive_halving_schedule)
 from .space import sample, validate_space
@@ -54,12 +56,18 @@ def random_search(objective: Callable, space: dict, n_trials: int, budget: float
     return result
 
 
+def _loss_or_nan(trial: Trial) -> float:
+    """What the promotion rule sees of a trial: its loss, or NaN if it failed without one."""
+    return trial.loss if trial.status == "ok" or not math.isfinite(trial.loss) else math.nan
+
+
 def _run_bracket(objective: Callable, configs: list[dict], rungs: list[Rung], bracket: int,
                  pool: Executor, result: SearchResult, eta: int, timeout: float | None,
                  model_based: list[bool] | None = None) -> None:
     """One successive-halving bracket started from ``configs`` (``rungs[0].n`` of them):
-    evaluate a rung, promote the best 1/eta, repeat. ``model_based[k]`` marks the
-    configurations a model proposed (BOHB)."""
+    evaluate a rung, promote the best 1/eta (:func:`~.promotion.promote`, the part
+    ``tune.promote``), repeat. ``model_based[k]`` marks the configurations a model
+    proposed (BOHB)."""
     first_id = len({t.config_id for t in result.trials})
     flags = model_based or [False] * len(configs)
     alive = [(first_id + k, config, flag) for k, (config, flag) in enumerate(zip(configs, flags))]
@@ -71,9 +79,8 @@ def _run_bracket(objective: Callable, configs: list[dict], rungs: list[Rung], br
         result.trials += trials
         if i + 1 == len(rungs):
             break
-        # top_k: the best floor(n_i / eta) that did not fail; ties go to the earlier trial
-        ok = sorted((t for t in trials if t.status == "ok"), key=lambda t: (t.loss, t.trial_id))
-        keep = ok[: rung.n // eta]
+        # the best floor(n / eta) of the n that ran, never a failure (the part tune.promote)
+        keep = [trials[k] for k in promote([_loss_or_nan(t) for t in trials], eta)]
         for t in keep:
             t.promoted = True
         alive = [(t.config_id, t.config, t.model_based) for t in keep]
