@@ -1,0 +1,353 @@
+"""Reading and writing along one dimension by index: gather, scatter, index_select,
+index_add, masked_fill and masked_select.
+
+They are all indexing in disguise. ``x.gather(1, idx)`` reads
+``out[i][j] = x[i][idx[i][j]]``: an advanced index whose other dimensions are
+"stay where you are" (:func:`along_dim` builds it), so its forward is the same
+gather ``x[...]`` runs and its backward the same scatter-add. Writing
+(``scatter``, ``index_add``) is the mirror image: its backward *reads* the
+gradient back at the written places.
+
+Every index is checked on the host before any work (it is read to check its
+bounds, as PyTorch's CPU kernels check them), and the error is PyTorch's.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import dtypes
+from ..autograd import grad_mode
+from ..autograd.function import Context, Function
+from ..device import common_device
+from ..tensor import Tensor
+from . import indexing
+from .dispatch import broadcast_shapes, normalize_dim
+
+
+def along_dim(backend: Any, positions: Any, dim: int, shape: tuple) -> tuple:
+    """The index tuple that reads ``positions`` along ``dim`` and stays put along the others:
+    ``x[along_dim(...)][i][j][k] == x[i][positions[i][j][k]][k]`` for ``dim = 1``."""
+    index = []
+    for d, n in enumerate(shape):
+        if d == dim:
+            index.append(positions)
+        else:  # 0, 1, ..., n-1 laid along dimension d (broadcast over the others)
+            along = [1] * len(shape)
+            along[d] = n
+            index.append(backend.reshape(backend.arange(n, "int64"), tuple(along)))
+    return tuple(index)
+
+
+# -- the Functions -------------------------------------------------------------------------
+
+
+class Gather(indexing.Index):
+    rule = "∂gather(a, idx)/∂a: each gradient goes back to the element it was read from (repeats add up)"
+    is_view = False  # (an index array makes a copy)
+
+
+class IndexSelect(Gather):
+    rule = "∂index_select(a, idx)/∂a: each gradient slice goes back to the slice it came from (repeats add up)"
+
+
+class MaskedSelect(Gather):
+    rule = "∂masked_select(a, mask)/∂a: the gradient goes back to the selected elements, 0 elsewhere"
+
+
+class ScatterAdd(Function):
+    rule = "∂(a + scatter_add(src))/∂a = 1;  ∂/∂src: the gradient read at the places src was added to"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, src: Tensor, index: tuple):
+        ctx.index = index
+        added = ctx.backend.index_add(tuple(a.shape), a.dtype.numpy, index, src._array)
+        return ctx.backend.binary("add", a._array, added)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        dsrc = None
+        if ctx.needs_input_grad[1]:
+            dsrc = Tensor._make(ctx.backend.getitem(grad._array, ctx.index), ctx.backend, grad.device)
+        return grad, dsrc, None
+
+
+class IndexAdd(ScatterAdd):
+    rule = "∂index_add(a, idx, src)/∂a = 1;  ∂/∂src: the gradient slices read at idx"
+
+
+class Scatter(Function):
+    rule = ("∂scatter(a, idx, src)/∂a: the gradient, 0 where a was overwritten;  "
+            "∂/∂src: the gradient read at the written places")
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, src: Any, index: tuple):
+        ctx.index, ctx.dtype = index, a.dtype.numpy
+        out = ctx.backend.astype(a._array, a.dtype.numpy)  # a copy to write into
+        ctx.backend.setitem(out, index, src._array if isinstance(src, Tensor) else src)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        return indexing.IndexPut.backward(ctx, grad)  # the same rule as a[idx] = src
+
+
+class MaskedFill(Function):
+    rule = "∂masked_fill(a, mask, v)/∂a: the gradient where mask is False, else 0;  ∂/∂v: its sum where True"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, mask: Tensor, value: Any):
+        ctx.mask = mask._array
+        filler = value._array if isinstance(value, Tensor) else value
+        return ctx.backend.where(mask._array, filler, a._array)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        backend, da, dvalue = ctx.backend, None, None
+        zero = backend.zeros((), grad.dtype.numpy)
+        if ctx.needs_input_grad[0]:  # (the engine sums it back to a's shape)
+            da = Tensor._make(backend.where(ctx.mask, zero, grad._array), backend, grad.device)
+        if ctx.needs_input_grad[2]:
+            filled = Tensor._make(backend.where(ctx.mask, grad._array, zero), backend, grad.device)
+            dvalue = filled.sum()
+        return da, None, dvalue
+
+
+# -- checks ---------------------------------------------------------------------------------
+
+
+def _check_index_tensor(name: str, t: Tensor, index: Any) -> None:
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{name}(): argument 'index' must be a tensor, not {type(index).__name__}. "
+                        "Fix: wrap it, e.g. tg.tensor([[0, 1]])")
+    if index.dtype is not dtypes.int64:
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index, got {index.dtype}. "
+                           "Fix: convert it with .long()")
+    common_device([t, index], name)
+
+
+def _check_bounds(index: Tensor, size: int, dim: int, kind: type = RuntimeError,
+                  message: str | None = None) -> None:
+    """Every position in ``[0, size)`` (negative positions are refused, as in PyTorch)."""
+    host = index._host()
+    bad = host[(host < 0) | (host >= size)]
+    if bad.size:
+        raise kind(message or f"index {int(bad.flat[0])} is out of bounds for dimension {dim} "
+                              f"with size {size}")
+
+
+def _shape(t: Tensor) -> tuple:
+    return tuple(t.shape) or (1,)  # a 0-d tensor indexes like one of shape (1,)
+
+
+def _check_gather(t: Tensor, dim: int, index: Tensor) -> int:
+    _check_index_tensor("gather", t, index)
+    if max(index.ndim, 1) != max(t.ndim, 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    dim = normalize_dim(dim, t.ndim)
+    for d, (i, n) in enumerate(zip(_shape(index), _shape(t))):
+        if d != dim and i > n:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index "
+                               f"{list(index.shape)} to be no larger than self {list(t.shape)} "
+                               f"apart from dimension {dim}")
+    _check_bounds(index, _shape(t)[dim], dim)
+    return dim
+
+
+def _check_scatter(name: str, t: Tensor, dim: int, index: Tensor, src: Any) -> int:
+    _check_index_tensor(name, t, index)
+    dim = normalize_dim(dim, t.ndim)
+    if isinstance(src, Tensor):
+        common_device([t, src], name)
+        if src.dtype is not t.dtype:
+            raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype "
+                               f"({t.dtype} and {src.dtype}). Fix: convert src with .to({t.dtype})")
+    elif isinstance(src, bool) or not isinstance(src, (int, float)):
+        raise TypeError(f"{name}(): 'src' must be a tensor or a number, not {type(src).__name__}")
+    src_shape = _shape(src) if isinstance(src, Tensor) else None
+    if max(index.ndim, 1) != max(t.ndim, 1) or (src_shape and len(src_shape) != len(_shape(t))):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor "
+                           "(and as src)")
+    for d, i in enumerate(_shape(index)):
+        if (d != dim and i > _shape(t)[d]) or (src_shape and i > src_shape[d]):
+            raise RuntimeError(
+                f"Expected index {list(index.shape)} to be no larger than self {list(t.shape)} "
+                f"apart from dimension {dim}" + (f" and to be no larger size than src "
+                                                 f"{list(src.shape)}" if src_shape else ""))
+    _check_bounds(index, _shape(t)[dim], dim)
+    return dim
+
+
+def _check_index_vector(name: str, t: Tensor, dim: int, index: Tensor) -> int:
+    _check_index_tensor(name, t, index)
+    if index.ndim > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector (got {index.ndim} dimensions)")
+    dim = normalize_dim(dim, t.ndim)
+    _check_bounds(index, _shape(t)[dim], dim, IndexError, "index out of range in self")
+    return dim
+
+
+def _src_part(src: Any, index: Tensor) -> Any:
+    """The part of ``src`` that ``index`` covers (PyTorch reads no more of it)."""
+    if not isinstance(src, Tensor):
+        return src
+    src = _in_shape(src, _shape(src))
+    if tuple(src.shape) == _shape(index):
+        return src
+    return src[tuple(slice(0, n) for n in _shape(index))]
+
+
+def _in_shape(out: Tensor, shape: tuple) -> Tensor:
+    """``out`` given back the 0-d shape it was computed without (other shapes pass as they are)."""
+    return out if tuple(out.shape) == shape else out.reshape(shape)
+
+
+def _positions(t: Tensor, dim: int, index: Tensor) -> tuple:
+    return along_dim(t._backend, index.reshape(_shape(index))._array, dim, _shape(index))
+
+
+def _vector_positions(t: Tensor, dim: int, index: Tensor) -> tuple:
+    return (slice(None),) * dim + (index.reshape(-1)._array,)
+
+
+# -- the public functions ---------------------------------------------------------------------
+
+
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
+    """``out[i][j] = input[i][index[i][j]]`` (for ``dim=1``); the result has index's shape."""
+    dim = _check_gather(input, dim, index)
+    out = Gather.apply(_in_shape(input, _shape(input)), _positions(input, dim, index))
+    return _in_shape(out, tuple(index.shape))
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``out[i][index[i][j]] += src[i][j]`` (for ``dim=1``)."""
+    dim = _check_scatter("scatter_add", input, dim, index, src)
+    if not isinstance(src, Tensor):
+        raise TypeError("scatter_add(): argument 'src' must be a tensor")
+    flat = ScatterAdd.apply(_in_shape(input, _shape(input)), _src_part(src, index),
+                            _positions(input, dim, index))
+    return _in_shape(flat, tuple(input.shape))
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *,  # noqa: A002
+            value: Any = None) -> Tensor:
+    """A copy of ``input`` with ``out[i][index[i][j]] = src[i][j]`` (or ``= value``)."""
+    if (src is None) == (value is None):
+        raise TypeError("scatter() needs exactly one of `src` (a tensor) or `value` (a number)")
+    src = value if src is None else src
+    dim = _check_scatter("scatter", input, dim, index, src)
+    if not isinstance(src, Tensor):
+        src = input.dtype.numpy.type(src).item()  # the number in input's dtype
+    flat = Scatter.apply(_in_shape(input, _shape(input)), _src_part(src, index),
+                         _positions(input, dim, index))
+    return _in_shape(flat, tuple(input.shape))
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
+    """The slices of ``input`` at ``index`` along ``dim`` (repeats allowed)."""
+    dim = _check_index_vector("index_select", input, dim, index)
+    out = IndexSelect.apply(_in_shape(input, _shape(input)), _vector_positions(input, dim, index))
+    return _in_shape(out, ()) if input.ndim == 0 else out
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa: A002
+              alpha: Any = 1) -> Tensor:
+    """A copy of ``input`` with ``alpha * source[k]`` added to slice ``index[k]`` along ``dim``."""
+    dim = _check_index_vector("index_add", input, dim, index)
+    if not isinstance(source, Tensor):
+        raise TypeError(f"index_add(): argument 'source' must be a tensor, not {type(source).__name__}")
+    common_device([input, source], "index_add")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_add_(): self ({input.dtype}) and source ({source.dtype}) must "
+                           "have the same scalar type. Fix: convert source with .to(self.dtype)")
+    shape, given = list(_shape(input)), list(_shape(source))
+    if len(given) != len(shape) or given[dim] != index.numel():
+        raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal to "
+                           f"source.size(dim): ({given[dim] if dim < len(given) else 0}), for dim: {dim}")
+    if given[:dim] + given[dim + 1:] != shape[:dim] + shape[dim + 1:]:
+        raise RuntimeError(f"index_add_(): Source/destination tensor must have same slice shapes "
+                           f"(self {list(input.shape)}, source {list(source.shape)})")
+    if alpha != 1:
+        source = source * alpha
+    flat = IndexAdd.apply(_in_shape(input, _shape(input)), _in_shape(source, tuple(given)),
+                          _vector_positions(input, dim, index))
+    return _in_shape(flat, tuple(input.shape))
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:  # noqa: A002
+    """``value`` where ``mask`` is True, ``input`` elsewhere (mask and input broadcast)."""
+    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
+        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{got}. Fix: compare to make one, e.g. x.masked_fill(x < 0, 0.0)")
+    common_device([input, mask], "masked_fill")
+    broadcast_shapes(tuple(input.shape), tuple(mask.shape), "masked_fill")
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value.ndim} dimension(s).")
+        common_device([input, value], "masked_fill")
+        value = value.to(input.dtype)
+    elif isinstance(value, (bool, int, float)):
+        value = input.dtype.numpy.type(value).item()
+    else:
+        raise TypeError(f"masked_fill(): 'value' must be a number or a 0-d tensor, not "
+                        f"{type(value).__name__}")
+    return MaskedFill.apply(input, mask, value)
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
+    """The elements of ``input`` where ``mask`` is True, as a 1-D tensor (both broadcast)."""
+    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask. Fix: compare to make "
+                           "one, e.g. x.masked_select(x > 0)")
+    common_device([input, mask], "masked_select")
+    shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape), "masked_select")
+    full = input.expand(shape) if tuple(input.shape) != shape else input
+    positions = indexing.normalize_index(_in_shape(full, shape or (1,)), _in_shape(mask.expand(shape), shape or (1,)))
+    return MaskedSelect.apply(_in_shape(full, shape or (1,)), positions)
+
+
+# -- in place -------------------------------------------------------------------------------
+
+
+def _in_place(t: Tensor, compute: Any, *others: Any) -> Tensor:
+    """Write ``compute(t)`` (an out-of-place result of t's shape) into t's own storage;
+    recorded by autograd as ``add_`` is (see ``tensor_inplace.py``)."""
+    wanting = next((o for o in others if isinstance(o, Tensor) and o.requires_grad), None)
+    if t._records(wanting):
+        return t._record_inplace(compute)
+    with grad_mode.no_grad():
+        result = compute(t.detach())
+    return t._inplace(result)
+
+
+def scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None) -> Tensor:
+    _check_scatter("scatter_", self, dim, index, value if src is None else src)
+    return _in_place(self, lambda old: scatter(old, dim, index, src, value=value), src)
+
+
+def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    _check_scatter("scatter_add_", self, dim, index, src)
+    return _in_place(self, lambda old: scatter_add(old, dim, index, src), src)
+
+
+def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    return _in_place(self, lambda old: index_add(old, dim, index, source, alpha=alpha), source)
+
+
+def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
+    if isinstance(mask, Tensor):  # the mask may broadcast to self, not widen it
+        shape = broadcast_shapes(tuple(self.shape), tuple(mask.shape), "masked_fill_")
+        if shape != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
+    return _in_place(self, lambda old: masked_fill(old, mask, value), value)
+
+
+TENSOR_METHODS = {
+    "gather": gather, "scatter": scatter, "scatter_add": scatter_add, "index_select": index_select,
+    "index_add": index_add, "masked_fill": masked_fill, "masked_select": masked_select,
+    "scatter_": scatter_, "scatter_add_": scatter_add_, "index_add_": index_add_,
+    "masked_fill_": masked_fill_,
+}
