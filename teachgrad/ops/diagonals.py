@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import dtypes
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
 from . import indexing
@@ -134,8 +135,10 @@ def trace(input: Tensor) -> Tensor:  # noqa: A002
                                   f"{getattr(input, 'ndim', 0)}")
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    if input.dtype is dtypes.bool_:
+        raise NotImplementedError('"trace" not implemented for \'Bool\'. Fix: convert with .long() first')
     on_diagonal = diagonal(input)
-    return on_diagonal.sum() if on_diagonal.dtype.is_floating_point else on_diagonal.long().sum()
+    return on_diagonal.sum()
 
 
 TENSOR_METHODS = {"tril": tril, "triu": triu, "diagonal": diagonal, "diag": diag, "trace": trace}

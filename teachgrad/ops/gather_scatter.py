@@ -161,7 +161,7 @@ def _check_scatter(name: str, t: Tensor, dim: int, index: Tensor, src: Any) -> i
         if src.dtype is not t.dtype:
             raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype "
                                f"({t.dtype} and {src.dtype}). Fix: convert src with .to({t.dtype})")
-    elif isinstance(src, bool) or not isinstance(src, (int, float)):
+    elif not isinstance(src, (bool, int, float)):
         raise TypeError(f"{name}(): 'src' must be a tensor or a number, not {type(src).__name__}")
     src_shape = _shape(src) if isinstance(src, Tensor) else None
     if max(index.ndim, 1) != max(t.ndim, 1) or (src_shape and len(src_shape) != len(_shape(t))):
@@ -182,7 +182,14 @@ def _check_index_vector(name: str, t: Tensor, dim: int, index: Tensor) -> int:
     if index.ndim > 1:
         raise IndexError(f"{name}(): Index is supposed to be a vector (got {index.ndim} dimensions)")
     dim = normalize_dim(dim, t.ndim)
-    _check_bounds(index, _shape(t)[dim], dim, IndexError, "index out of range in self")
+    size = _shape(t)[dim]
+    if name == "index_add":
+        _check_bounds(index, size, dim)
+    elif dim == 0:  # (PyTorch's CPU kernels word it, and class it, by the dimension)
+        _check_bounds(index, size, dim, IndexError, "index out of range in self")
+    else:
+        _check_bounds(index, size, dim, RuntimeError, f"INDICES element is out of DATA bounds "
+                      f"(an index outside [0, {size}) for dimension {dim})")
     return dim
 
 
@@ -303,9 +310,9 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
                            "one, e.g. x.masked_select(x > 0)")
     common_device([input, mask], "masked_select")
     shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape), "masked_select")
-    full = input.expand(shape) if tuple(input.shape) != shape else input
-    positions = indexing.normalize_index(_in_shape(full, shape or (1,)), _in_shape(mask.expand(shape), shape or (1,)))
-    return MaskedSelect.apply(_in_shape(full, shape or (1,)), positions)
+    full = _in_shape(input.expand(shape) if tuple(input.shape) != shape else input, shape or (1,))
+    positions = indexing.normalize_index(full, _in_shape(mask.expand(shape), shape or (1,)))
+    return MaskedSelect.apply(full, positions)
 
 
 # -- in place -------------------------------------------------------------------------------
