@@ -75,20 +75,14 @@ class IndexAdd(ScatterAdd):
     rule = "∂index_add(a, idx, src)/∂a = 1;  ∂/∂src: the gradient slices read at idx"
 
 
-class Scatter(Function):
+class Scatter(indexing.IndexPut):
     rule = ("∂scatter(a, idx, src)/∂a: the gradient, 0 where a was overwritten;  "
             "∂/∂src: the gradient read at the written places")
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, src: Any, index: tuple):
-        ctx.index, ctx.dtype = index, a.dtype.numpy
-        out = ctx.backend.astype(a._array, a.dtype.numpy)  # a copy to write into
-        ctx.backend.setitem(out, index, src._array if isinstance(src, Tensor) else src)
-        return out
-
-    @staticmethod
-    def backward(ctx: Context, grad: Tensor):
-        return indexing.IndexPut.backward(ctx, grad)  # the same rule as a[idx] = src
+        copy = ctx.backend.astype(a._array, a.dtype.numpy)  # astype copies: a stays as it was
+        return indexing.IndexPut.forward(ctx, Tensor._make(copy, ctx.backend, a.device), src, index)
 
 
 class MaskedFill(Function):
