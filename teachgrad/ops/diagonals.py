@@ -18,7 +18,7 @@ from typing import Any
 from .. import dtypes
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
-from . import indexing
+from .gather_scatter import read_at, read_back
 from .dispatch import normalize_dim
 
 
@@ -46,25 +46,35 @@ class Triangle(Function):
         return Tensor._make(kept, backend, grad.device), None, None
 
 
-class Diagonal(indexing.Index):
+class Diagonal(Function):
     rule = "∂diagonal(a)/∂a: the gradient on the diagonal it was read from, 0 elsewhere"
-    is_view = False
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, offset: int):
+        """The diagonal ``offset`` of the last two dimensions, as the last dimension."""
+        rows, cols = diagonal_positions(ctx.backend, a.shape[-2], a.shape[-1], offset)
+        return read_at(ctx, a, (Ellipsis, rows, cols))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        return read_back(ctx, grad), None
 
 
 class DiagEmbed(Function):
     rule = "∂diag(v)/∂v: the gradient read back off the diagonal"
 
     @staticmethod
-    def forward(ctx: Context, v: Tensor, positions: tuple, size: int):
-        ctx.positions = positions
+    def forward(ctx: Context, v: Tensor, offset: int):
+        size = v.shape[0] + abs(offset)
+        ctx.positions = diagonal_positions(ctx.backend, size, size, offset)
         out = ctx.backend.zeros((size, size), v.dtype.numpy)
-        ctx.backend.setitem(out, positions, v._array)
+        ctx.backend.setitem(out, ctx.positions, v._array)
         return out
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         on_diagonal = ctx.backend.getitem(grad._array, ctx.positions)
-        return Tensor._make(on_diagonal, ctx.backend, grad.device), None, None
+        return Tensor._make(on_diagonal, ctx.backend, grad.device), None
 
 
 def diagonal_positions(backend: Any, rows: int, cols: int, offset: int) -> tuple:
@@ -82,11 +92,15 @@ def _check_matrix(name: str, a: Any, message: str) -> None:
         raise RuntimeError(message)
 
 
+def _check_int(name: str, what: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}(): argument '{what}' must be int, not {type(value).__name__}")
+
+
 def _triangle(name: str, input: Tensor, diagonal: int, upper: bool) -> Tensor:  # noqa: A002
     _check_matrix(name, input, f"{name}: input tensor must have at least 2 dimensions "
                                f"(got shape {list(getattr(input, 'shape', []))})")
-    if isinstance(diagonal, bool) or not isinstance(diagonal, int):
-        raise TypeError(f"{name}(): argument 'diagonal' must be int, not {type(diagonal).__name__}")
+    _check_int(name, "diagonal", diagonal)
     return Triangle.apply(input, diagonal, upper)
 
 
@@ -104,13 +118,13 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     """The diagonal of the ``(dim1, dim2)`` matrices, as the last dimension of the result."""
     _check_matrix("diagonal", input, f"diagonal(): expected a tensor of at least 2 dimensions, "
                                      f"got {getattr(input, 'ndim', 0)}")
+    _check_int("diagonal", "offset", offset)
     d1, d2 = normalize_dim(dim1, input.ndim), normalize_dim(dim2, input.ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     others = tuple(d for d in range(input.ndim) if d not in (d1, d2))
     moved = input.permute(*others, d1, d2)  # the two dimensions last
-    rows, cols = diagonal_positions(input._backend, input.shape[d1], input.shape[d2], offset)
-    return Diagonal.apply(moved, (Ellipsis, rows, cols))
+    return Diagonal.apply(moved, offset)
 
 
 _diagonal_of = diagonal  # (inside diag, `diagonal` is its argument)
@@ -124,9 +138,8 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
         return _diagonal_of(input, diagonal)
     if input.ndim != 1:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
-    size = input.shape[0] + abs(diagonal)
-    positions = diagonal_positions(input._backend, size, size, diagonal)
-    return DiagEmbed.apply(input, positions, size)
+    _check_int("diag", "diagonal", diagonal)
+    return DiagEmbed.apply(input, diagonal)
 
 
 def trace(input: Tensor) -> Tensor:  # noqa: A002

@@ -39,50 +39,103 @@ def along_dim(backend: Any, positions: Any, dim: int, shape: tuple) -> tuple:
 
 
 # -- the Functions -------------------------------------------------------------------------
+# They take the index as a tensor (never as the positions worked out from it), so a traced
+# or saved graph keeps it as an input and works the positions out again for new values.
 
 
-class Gather(indexing.Index):
+def vector_positions(index: Any, dim: int) -> tuple:
+    """The index tuple that picks the slices ``index`` (1-D) along ``dim``: ``x[:, index]``."""
+    return (slice(None),) * dim + (index,)
+
+
+def read_at(ctx: Context, a: Tensor, positions: tuple) -> Any:
+    """``a[positions]`` (a gather), remembering what backward needs to send gradients back."""
+    ctx.shape, ctx.dtype, ctx.positions = tuple(a.shape), a.dtype.numpy, positions
+    return ctx.backend.getitem(a._array, positions)
+
+
+def read_back(ctx: Context, grad: Tensor) -> Tensor:
+    """The backward of :func:`read_at`: zeros, with each gradient added where it was read."""
+    full = ctx.backend.index_add(ctx.shape, ctx.dtype, ctx.positions, grad._array)
+    return Tensor._make(full, ctx.backend, grad.device)
+
+
+class Gather(Function):
     rule = "∂gather(a, idx)/∂a: each gradient goes back to the element it was read from (repeats add up)"
-    is_view = False  # (an index array makes a copy)
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, index: Tensor, dim: int):
+        return read_at(ctx, a, along_dim(ctx.backend, index._array, dim, tuple(index.shape)))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        return read_back(ctx, grad), None, None
 
 
 class IndexSelect(Gather):
     rule = "∂index_select(a, idx)/∂a: each gradient slice goes back to the slice it came from (repeats add up)"
 
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, index: Tensor, dim: int):
+        return read_at(ctx, a, vector_positions(index._array, dim))
 
-class MaskedSelect(Gather):
+
+class MaskedSelect(Function):
     rule = "∂masked_select(a, mask)/∂a: the gradient goes back to the selected elements, 0 elsewhere"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, mask: Tensor):
+        return read_at(ctx, a, indexing.normalize_index(a, mask))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        return read_back(ctx, grad), None
+
+
+def add_at(ctx: Context, a: Tensor, src: Tensor, positions: tuple) -> Any:
+    """``a`` plus ``src`` added at ``positions`` (repeats add up)."""
+    ctx.positions = positions
+    added = ctx.backend.index_add(tuple(a.shape), a.dtype.numpy, positions, src._array)
+    return ctx.backend.binary("add", a._array, added)
 
 
 class ScatterAdd(Function):
     rule = "∂(a + scatter_add(src))/∂a = 1;  ∂/∂src: the gradient read at the places src was added to"
 
     @staticmethod
-    def forward(ctx: Context, a: Tensor, src: Tensor, index: tuple):
-        ctx.index = index
-        added = ctx.backend.index_add(tuple(a.shape), a.dtype.numpy, index, src._array)
-        return ctx.backend.binary("add", a._array, added)
+    def forward(ctx: Context, a: Tensor, src: Tensor, index: Tensor, dim: int):
+        return add_at(ctx, a, src, along_dim(ctx.backend, index._array, dim, tuple(index.shape)))
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         dsrc = None
         if ctx.needs_input_grad[1]:
-            dsrc = Tensor._make(ctx.backend.getitem(grad._array, ctx.index), ctx.backend, grad.device)
-        return grad, dsrc, None
+            dsrc = Tensor._make(ctx.backend.getitem(grad._array, ctx.positions), ctx.backend, grad.device)
+        return grad, dsrc, None, None
 
 
 class IndexAdd(ScatterAdd):
     rule = "∂index_add(a, idx, src)/∂a = 1;  ∂/∂src: the gradient slices read at idx"
 
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, src: Tensor, index: Tensor, dim: int):
+        return add_at(ctx, a, src, vector_positions(index._array, dim))
 
-class Scatter(indexing.IndexPut):
+
+class Scatter(Function):
     rule = ("∂scatter(a, idx, src)/∂a: the gradient, 0 where a was overwritten;  "
             "∂/∂src: the gradient read at the written places")
 
     @staticmethod
-    def forward(ctx: Context, a: Tensor, src: Any, index: tuple):
+    def forward(ctx: Context, a: Tensor, src: Any, index: Tensor, dim: int):
+        positions = along_dim(ctx.backend, index._array, dim, tuple(index.shape))
         copy = ctx.backend.astype(a._array, a.dtype.numpy)  # astype copies: a stays as it was
-        return indexing.IndexPut.forward(ctx, Tensor._make(copy, ctx.backend, a.device), src, index)
+        # the write itself, and its gradient, are those of a[positions] = src
+        return indexing.IndexPut.forward(ctx, Tensor._make(copy, ctx.backend, a.device), src, positions)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        return indexing.IndexPut.backward(ctx, grad) + (None,)
 
 
 class MaskedFill(Function):
@@ -202,21 +255,13 @@ def _in_shape(out: Tensor, shape: tuple) -> Tensor:
     return out if tuple(out.shape) == shape else out.reshape(shape)
 
 
-def _positions(t: Tensor, dim: int, index: Tensor) -> tuple:
-    return along_dim(t._backend, index.reshape(_shape(index))._array, dim, _shape(index))
-
-
-def _vector_positions(t: Tensor, dim: int, index: Tensor) -> tuple:
-    return (slice(None),) * dim + (index.reshape(-1)._array,)
-
-
 # -- the public functions ---------------------------------------------------------------------
 
 
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
     """``out[i][j] = input[i][index[i][j]]`` (for ``dim=1``); the result has index's shape."""
     dim = _check_gather(input, dim, index)
-    out = Gather.apply(_in_shape(input, _shape(input)), _positions(input, dim, index))
+    out = Gather.apply(_in_shape(input, _shape(input)), _in_shape(index, _shape(index)), dim)
     return _in_shape(out, tuple(index.shape))
 
 
@@ -226,7 +271,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor: 
     if not isinstance(src, Tensor):
         raise TypeError("scatter_add(): argument 'src' must be a tensor")
     flat = ScatterAdd.apply(_in_shape(input, _shape(input)), _src_part(src, index),
-                            _positions(input, dim, index))
+                            _in_shape(index, _shape(index)), dim)
     return _in_shape(flat, tuple(input.shape))
 
 
@@ -240,14 +285,14 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *,  # noqa:
     if not isinstance(src, Tensor):
         src = input.dtype.numpy.type(src).item()  # the number in input's dtype
     flat = Scatter.apply(_in_shape(input, _shape(input)), _src_part(src, index),
-                         _positions(input, dim, index))
+                         _in_shape(index, _shape(index)), dim)
     return _in_shape(flat, tuple(input.shape))
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
     """The slices of ``input`` at ``index`` along ``dim`` (repeats allowed)."""
     dim = _check_index_vector("index_select", input, dim, index)
-    out = IndexSelect.apply(_in_shape(input, _shape(input)), _vector_positions(input, dim, index))
+    out = IndexSelect.apply(_in_shape(input, _shape(input)), _in_shape(index, (index.numel(),)), dim)
     return _in_shape(out, ()) if input.ndim == 0 else out
 
 
@@ -271,7 +316,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
     if alpha != 1:
         source = source * alpha
     flat = IndexAdd.apply(_in_shape(input, _shape(input)), _in_shape(source, tuple(given)),
-                          _vector_positions(input, dim, index))
+                          _in_shape(index, (index.numel(),)), dim)
     return _in_shape(flat, tuple(input.shape))
 
 
@@ -305,8 +350,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
     common_device([input, mask], "masked_select")
     shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape), "masked_select")
     full = _in_shape(input.expand(shape) if tuple(input.shape) != shape else input, shape or (1,))
-    positions = indexing.normalize_index(full, _in_shape(mask.expand(shape), shape or (1,)))
-    return MaskedSelect.apply(full, positions)
+    return MaskedSelect.apply(full, _in_shape(mask.expand(shape), shape or (1,)))
 
 
 # -- in place -------------------------------------------------------------------------------
