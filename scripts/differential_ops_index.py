@@ -291,6 +291,14 @@ CASES.table("cum/edge", {
     "sum_empty": lambda C: C.T.zeros(0, 3, device=C.dev).cumsum(0),
     "prod_empty_dim1": lambda C: C.T.zeros(2, 0, device=C.dev).cumprod(1),
 })
+CASES.table("inplace_more", {
+    "tril_": lambda C, x: (x * 1).tril_(1),
+    "triu_": lambda C, x: (x * 2).triu_(-1) + 1,
+    "cumsum_": lambda C, x: (x + 0).cumsum_(1),
+    "cumprod_": lambda C, x: (x * 1).cumprod_(0),
+    "cumsum_int": lambda C, x: C.tensor([1, 2, 3]).cumsum_(0),
+}, (M,), grad=(0,))
+
 CASES.table("cum/error", {
     "dim_out_of_range": lambda C, x: x.cumsum(2),
     "prod_dim": lambda C, x: x.cumprod(-3),

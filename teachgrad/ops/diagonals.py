@@ -18,7 +18,7 @@ from typing import Any
 from .. import dtypes
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
-from .gather_scatter import read_at, read_back
+from .gather_scatter import in_place, read_at, read_back
 from .dispatch import normalize_dim
 
 
@@ -154,4 +154,13 @@ def trace(input: Tensor) -> Tensor:  # noqa: A002
     return on_diagonal.sum()
 
 
-TENSOR_METHODS = {"tril": tril, "triu": triu, "diagonal": diagonal, "diag": diag, "trace": trace}
+def tril_(self: Tensor, diagonal: int = 0) -> Tensor:
+    return in_place(self, lambda old: tril(old, diagonal))
+
+
+def triu_(self: Tensor, diagonal: int = 0) -> Tensor:
+    return in_place(self, lambda old: triu(old, diagonal))
+
+
+TENSOR_METHODS = {"tril": tril, "triu": triu, "diagonal": diagonal, "diag": diag, "trace": trace,
+                  "tril_": tril_, "triu_": triu_}

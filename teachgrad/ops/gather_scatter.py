@@ -258,8 +258,11 @@ def _in_shape(out: Tensor, shape: tuple) -> Tensor:
 # -- the public functions ---------------------------------------------------------------------
 
 
-def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:  # noqa: A002
     """``out[i][j] = input[i][index[i][j]]`` (for ``dim=1``); the result has index's shape."""
+    if sparse_grad:
+        raise NotImplementedError("gather(sparse_grad=True): teachgrad has no sparse tensors. "
+                                  "Fix: leave sparse_grad=False (the gradient is then dense)")
     dim = _check_gather(input, dim, index)
     out = Gather.apply(_in_shape(input, _shape(input)), _in_shape(index, _shape(index)), dim)
     return _in_shape(out, tuple(index.shape))
@@ -276,8 +279,11 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor: 
 
 
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *,  # noqa: A002
-            value: Any = None) -> Tensor:
+            value: Any = None, reduce: str | None = None) -> Tensor:
     """A copy of ``input`` with ``out[i][index[i][j]] = src[i][j]`` (or ``= value``)."""
+    if reduce is not None:
+        raise NotImplementedError(f"scatter(reduce={reduce!r}) is not implemented by teachgrad "
+                                  "(PyTorch deprecates it too). Fix: use scatter_add for 'add'")
     if (src is None) == (value is None):
         raise TypeError("scatter() needs exactly one of `src` (a tensor) or `value` (a number)")
     src = value if src is None else src
@@ -356,7 +362,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
 # -- in place -------------------------------------------------------------------------------
 
 
-def _in_place(t: Tensor, compute: Any, *others: Any) -> Tensor:
+def in_place(t: Tensor, compute: Any, *others: Any) -> Tensor:
     """Write ``compute(t)`` (an out-of-place result of t's shape) into t's own storage;
     recorded by autograd as ``add_`` is (see ``tensor_inplace.py``)."""
     wanting = next((o for o in others if isinstance(o, Tensor) and o.requires_grad), None)
@@ -367,18 +373,21 @@ def _in_place(t: Tensor, compute: Any, *others: Any) -> Tensor:
     return t._inplace(result)
 
 
-def scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None) -> Tensor:
+def scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+             reduce: str | None = None) -> Tensor:
+    if reduce is not None:
+        scatter(self, dim, index, src, value=value, reduce=reduce)  # (its error)
     _check_scatter("scatter_", self, dim, index, value if src is None else src)
-    return _in_place(self, lambda old: scatter(old, dim, index, src, value=value), src)
+    return in_place(self, lambda old: scatter(old, dim, index, src, value=value), src)
 
 
 def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     _check_scatter("scatter_add_", self, dim, index, src)
-    return _in_place(self, lambda old: scatter_add(old, dim, index, src), src)
+    return in_place(self, lambda old: scatter_add(old, dim, index, src), src)
 
 
 def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
-    return _in_place(self, lambda old: index_add(old, dim, index, source, alpha=alpha), source)
+    return in_place(self, lambda old: index_add(old, dim, index, source, alpha=alpha), source)
 
 
 def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
@@ -387,7 +396,7 @@ def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
         if shape != tuple(self.shape):
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(shape)}")
-    return _in_place(self, lambda old: masked_fill(old, mask, value), value)
+    return in_place(self, lambda old: masked_fill(old, mask, value), value)
 
 
 TENSOR_METHODS = {

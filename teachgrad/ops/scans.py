@@ -25,6 +25,7 @@ from .. import dtypes
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
 from .dispatch import normalize_dim
+from .gather_scatter import in_place
 
 
 def _part(backend: Any, x: Any, axis: int, start: int, stop: int) -> Any:
@@ -121,4 +122,12 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:  # noqa: A
     return _scanned(CumProd, "cumprod", input, dim, dtype)
 
 
-TENSOR_METHODS = {"cumsum": cumsum, "cumprod": cumprod}
+def cumsum_(self: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    return in_place(self, lambda old: cumsum(old, dim, dtype=dtype))
+
+
+def cumprod_(self: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    return in_place(self, lambda old: cumprod(old, dim, dtype=dtype))
+
+
+TENSOR_METHODS = {"cumsum": cumsum, "cumprod": cumprod, "cumsum_": cumsum_, "cumprod_": cumprod_}
