@@ -1,5 +1,5 @@
-"""Reading and writing along one dimension by index: gather, scatter, index_select,
-index_add, masked_fill and masked_select.
+"""Reading and writing along one dimension by index: gather, scatter, index_select and
+index_add (the masked ones, which select by a mask, are in :mod:`.masked`).
 
 They are all indexing in disguise. ``x.gather(1, idx)`` reads
 ``out[i][j] = x[i][idx[i][j]]``: an advanced index whose other dimensions are
@@ -21,7 +21,7 @@ from ..autograd.function import Context, Function
 from ..device import common_device
 from ..tensor import Tensor
 from . import indexing
-from .dispatch import broadcast_shapes, normalize_dim
+from .dispatch import normalize_dim
 
 
 def along_dim(backend: Any, positions: Any, dim: int, shape: tuple) -> tuple:
@@ -80,18 +80,6 @@ class IndexSelect(Gather):
         return read_at(ctx, a, vector_positions(index._array, dim))
 
 
-class MaskedSelect(Function):
-    rule = "∂masked_select(a, mask)/∂a: the gradient goes back to the selected elements, 0 elsewhere"
-
-    @staticmethod
-    def forward(ctx: Context, a: Tensor, mask: Tensor):
-        return read_at(ctx, a, indexing.normalize_index(a, mask))
-
-    @staticmethod
-    def backward(ctx: Context, grad: Tensor):
-        return read_back(ctx, grad), None
-
-
 def add_at(ctx: Context, a: Tensor, src: Tensor, positions: tuple) -> Any:
     """``a`` plus ``src`` added at ``positions`` (repeats add up)."""
     ctx.positions = positions
@@ -136,27 +124,6 @@ class Scatter(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         return indexing.IndexPut.backward(ctx, grad) + (None,)
-
-
-class MaskedFill(Function):
-    rule = "∂masked_fill(a, mask, v)/∂a: the gradient where mask is False, else 0;  ∂/∂v: its sum where True"
-
-    @staticmethod
-    def forward(ctx: Context, a: Tensor, mask: Tensor, value: Any):
-        ctx.mask = mask._array
-        filler = value._array if isinstance(value, Tensor) else value
-        return ctx.backend.where(mask._array, filler, a._array)
-
-    @staticmethod
-    def backward(ctx: Context, grad: Tensor):
-        backend, da, dvalue = ctx.backend, None, None
-        zero = backend.zeros((), grad.dtype.numpy)
-        if ctx.needs_input_grad[0]:  # (the engine sums it back to a's shape)
-            da = Tensor._make(backend.where(ctx.mask, zero, grad._array), backend, grad.device)
-        if ctx.needs_input_grad[2]:
-            filled = Tensor._make(backend.where(ctx.mask, grad._array, zero), backend, grad.device)
-            dvalue = filled.sum()
-        return da, None, dvalue
 
 
 # -- checks ---------------------------------------------------------------------------------
@@ -244,13 +211,13 @@ def _src_part(src: Any, index: Tensor) -> Any:
     """The part of ``src`` that ``index`` covers (PyTorch reads no more of it)."""
     if not isinstance(src, Tensor):
         return src
-    src = _in_shape(src, _shape(src))
+    src = in_shape(src, _shape(src))
     if tuple(src.shape) == _shape(index):
         return src
     return src[tuple(slice(0, n) for n in _shape(index))]
 
 
-def _in_shape(out: Tensor, shape: tuple) -> Tensor:
+def in_shape(out: Tensor, shape: tuple) -> Tensor:
     """``out`` given back the 0-d shape it was computed without (other shapes pass as they are)."""
     return out if tuple(out.shape) == shape else out.reshape(shape)
 
@@ -264,8 +231,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
         raise NotImplementedError("gather(sparse_grad=True): teachgrad has no sparse tensors. "
                                   "Fix: leave sparse_grad=False (the gradient is then dense)")
     dim = _check_gather(input, dim, index)
-    out = Gather.apply(_in_shape(input, _shape(input)), _in_shape(index, _shape(index)), dim)
-    return _in_shape(out, tuple(index.shape))
+    out = Gather.apply(in_shape(input, _shape(input)), in_shape(index, _shape(index)), dim)
+    return in_shape(out, tuple(index.shape))
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
@@ -273,9 +240,9 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor: 
     dim = _check_scatter("scatter_add", input, dim, index, src)
     if not isinstance(src, Tensor):
         raise TypeError("scatter_add(): argument 'src' must be a tensor")
-    flat = ScatterAdd.apply(_in_shape(input, _shape(input)), _src_part(src, index),
-                            _in_shape(index, _shape(index)), dim)
-    return _in_shape(flat, tuple(input.shape))
+    flat = ScatterAdd.apply(in_shape(input, _shape(input)), _src_part(src, index),
+                            in_shape(index, _shape(index)), dim)
+    return in_shape(flat, tuple(input.shape))
 
 
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *,  # noqa: A002
@@ -290,16 +257,16 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *,  # noqa:
     dim = _check_scatter("scatter", input, dim, index, src)
     if not isinstance(src, Tensor):
         src = input.dtype.numpy.type(src).item()  # the number in input's dtype
-    flat = Scatter.apply(_in_shape(input, _shape(input)), _src_part(src, index),
-                         _in_shape(index, _shape(index)), dim)
-    return _in_shape(flat, tuple(input.shape))
+    flat = Scatter.apply(in_shape(input, _shape(input)), _src_part(src, index),
+                         in_shape(index, _shape(index)), dim)
+    return in_shape(flat, tuple(input.shape))
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
     """The slices of ``input`` at ``index`` along ``dim`` (repeats allowed)."""
     dim = _check_index_vector("index_select", input, dim, index)
-    out = IndexSelect.apply(_in_shape(input, _shape(input)), _in_shape(index, (index.numel(),)), dim)
-    return _in_shape(out, ()) if input.ndim == 0 else out
+    out = IndexSelect.apply(in_shape(input, _shape(input)), in_shape(index, (index.numel(),)), dim)
+    return in_shape(out, ()) if input.ndim == 0 else out
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa: A002
@@ -321,42 +288,9 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa
                            f"(self {list(input.shape)}, source {list(source.shape)})")
     if alpha != 1:
         source = source * alpha
-    flat = IndexAdd.apply(_in_shape(input, _shape(input)), _in_shape(source, tuple(given)),
-                          _in_shape(index, (index.numel(),)), dim)
-    return _in_shape(flat, tuple(input.shape))
-
-
-def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:  # noqa: A002
-    """``value`` where ``mask`` is True, ``input`` elsewhere (mask and input broadcast)."""
-    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
-        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{got}. Fix: compare to make one, e.g. x.masked_fill(x < 0, 0.0)")
-    common_device([input, mask], "masked_fill")
-    broadcast_shapes(tuple(input.shape), tuple(mask.shape), "masked_fill")
-    if isinstance(value, Tensor):
-        if value.ndim:
-            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
-                               f"tensor with {value.ndim} dimension(s).")
-        common_device([input, value], "masked_fill")
-        value = value.to(input.dtype)
-    elif isinstance(value, (bool, int, float)):
-        value = input.dtype.numpy.type(value).item()
-    else:
-        raise TypeError(f"masked_fill(): 'value' must be a number or a 0-d tensor, not "
-                        f"{type(value).__name__}")
-    return MaskedFill.apply(input, mask, value)
-
-
-def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
-    """The elements of ``input`` where ``mask`` is True, as a 1-D tensor (both broadcast)."""
-    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
-        raise RuntimeError("masked_select: expected BoolTensor for mask. Fix: compare to make "
-                           "one, e.g. x.masked_select(x > 0)")
-    common_device([input, mask], "masked_select")
-    shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape), "masked_select")
-    full = _in_shape(input.expand(shape) if tuple(input.shape) != shape else input, shape or (1,))
-    return MaskedSelect.apply(full, _in_shape(mask.expand(shape), shape or (1,)))
+    flat = IndexAdd.apply(in_shape(input, _shape(input)), in_shape(source, tuple(given)),
+                          in_shape(index, (index.numel(),)), dim)
+    return in_shape(flat, tuple(input.shape))
 
 
 # -- in place -------------------------------------------------------------------------------
@@ -390,18 +324,8 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
     return in_place(self, lambda old: index_add(old, dim, index, source, alpha=alpha), source)
 
 
-def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
-    if isinstance(mask, Tensor):  # the mask may broadcast to self, not widen it
-        shape = broadcast_shapes(tuple(self.shape), tuple(mask.shape), "masked_fill_")
-        if shape != tuple(self.shape):
-            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
-                               f"broadcast shape {list(shape)}")
-    return in_place(self, lambda old: masked_fill(old, mask, value), value)
-
-
 TENSOR_METHODS = {
     "gather": gather, "scatter": scatter, "scatter_add": scatter_add, "index_select": index_select,
-    "index_add": index_add, "masked_fill": masked_fill, "masked_select": masked_select,
-    "scatter_": scatter_, "scatter_add_": scatter_add_, "index_add_": index_add_,
-    "masked_fill_": masked_fill_,
+    "index_add": index_add, "scatter_": scatter_, "scatter_add_": scatter_add_,
+    "index_add_": index_add_,
 }
