@@ -29,6 +29,12 @@ from .ops.functional import (  # noqa: E402
     maximum, mean, min, minimum, mm, mul, ne, neg, permute, pow, relu, reshape, sigmoid, sign,
     sin, softmax, sqrt, squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where,
 )
+from .ops.diagonals import diag, diagonal, trace, tril, triu  # noqa: E402
+from .ops.gather_scatter import gather, index_add, index_select, scatter, scatter_add  # noqa: E402
+from .ops.masked import masked_fill, masked_select  # noqa: E402
+from .ops.scans import cumprod, cumsum  # noqa: E402
+from .ops.sorting import argsort, sort, topk  # noqa: E402
+from .ops.splitting import chunk, split, unbind  # noqa: E402
 from .generator import Generator  # noqa: E402
 from .random import manual_seed  # noqa: E402
 from .serialization import load, save  # noqa: E402

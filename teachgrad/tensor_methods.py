@@ -14,6 +14,7 @@ from . import dtypes, tensor_inplace  # noqa: F401  (tensor_inplace attaches add
 from .autograd import lean
 from .device import Device, as_device
 from .ops import elementwise as ew, functional as F
+from .ops import diagonals, gather_scatter, masked, scans, sorting, splitting
 from .ops.convert import to as _convert
 from .ops.indexing import setitem as _setitem
 from .tensor import Tensor
@@ -62,6 +63,10 @@ for _op, _full, _fn in (("neg", F.neg, ew.Neg), ("exp", F.exp, ew.Exp), ("log", 
                         ("sqrt", F.sqrt, ew.Sqrt), ("sin", F.sin, ew.Sin), ("cos", F.cos, ew.Cos),
                         ("tanh", F.tanh, ew.Tanh), ("sigmoid", F.sigmoid, ew.Sigmoid)):
     _METHODS["__neg__" if _op == "neg" else _op] = lean.unary_method(_op, _full, _fn)
+
+# sorting, gathering and scattering, running totals, matrix parts, splitting
+for _module in (sorting, gather_scatter, masked, scans, diagonals, splitting):
+    _METHODS.update(_module.TENSOR_METHODS)
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

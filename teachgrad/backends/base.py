@@ -173,6 +173,24 @@ class Backend(ABC):
     def setitem(self, x: Array, index: tuple, value: Array | Scalar) -> None:
         """In place: ``x[index] = value`` (broadcasting ``value``)."""
 
+    # -- sorting --------------------------------------------------------------
+    def sort(self, x: Array, axis: int, descending: bool) -> tuple[Array, Array]:
+        """``(values, int64 positions)`` of ``x`` sorted along ``axis``, stably (equal elements
+        keep their order), NaN after every number ascending and before it descending.
+
+        This default sorts a host copy with numpy (``x`` itself for the CPU backends);
+        the ``cuda`` backend sorts on the device (:mod:`teachgrad.kernels.sort`).
+        """
+        host = self.to_numpy(x)
+        if descending:  # stable descending: sort the reversed row, read it backwards
+            n = host.shape[axis]
+            backwards = np.flip(np.argsort(np.flip(host, axis), axis=axis, kind="stable"), axis)
+            order = (n - 1) - backwards
+        else:
+            order = np.argsort(host, axis=axis, kind="stable")
+        values = np.take_along_axis(host, order, axis)
+        return self.from_numpy(values), self.from_numpy(order.astype(np.int64))
+
     # -- helpers shared by every backend --------------------------------------
     def binary_inplace(self, op: str, x: Array, other: Array | Scalar) -> None:
         """In place: ``x = x op other``. ``other`` (an array of ``x``'s dtype, or a Python

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import _cuda_setup
 from ..kernels import elementwise, indexing, matmul as matmul_kernels, reduce as reduce_kernels
+from ..kernels import sort as sort_kernels
 from ..kernels.strided import (
     StridedArray, as_operand, broadcast_view, contiguous_strides, new_array,
 )
@@ -234,6 +235,17 @@ class CudaBackend(Backend):
         if isinstance(value, StridedArray) and value.buffer is x.buffer:
             value = self._copy(value)  # x[1:] = x[:-1] must read before it writes
         indexing.scatter(x, index, value, accumulate=False)
+
+    # -- sorting ----------------------------------------------------------------
+    def sort(self, x: StridedArray, axis: int, descending: bool):
+        others = tuple(a for a in range(x.ndim) if a != axis)
+        moved = self.permute(x, others + (axis,))  # the sorted axis last, rows back to back
+        rows, n = _prod(moved.shape[:-1]), x.shape[axis]
+        values, indices = sort_kernels.sort_rows(self._dense(moved, (rows, n)), descending)
+        back = tuple(int(i) for i in np.argsort(others + (axis,)))
+        return tuple(self.permute(StridedArray(a.reshape(-1), moved.shape,
+                                               contiguous_strides(moved.shape), 0), back)
+                     for a in (values, indices))
 
     # -- helpers ----------------------------------------------------------------
     def synchronize(self) -> None:

@@ -4,6 +4,9 @@
 - :mod:`.reduce` — sum, mean, max, min
 - :mod:`.shape` — reshape, permute, expand, cat
 - :mod:`.indexing` — ``x[...]`` and its backward (scatter-add)
+- :mod:`.gather_scatter` — gather, scatter(_add), index_select, index_add;  :mod:`.masked` — masked_fill/select
+- :mod:`.sorting` — sort, argsort, topk;  :mod:`.scans` — cumsum, cumprod (a parallel scan)
+- :mod:`.diagonals` — tril, triu, diagonal, diag, trace;  :mod:`.splitting` — split, chunk, unbind
 - :mod:`.linalg` — matmul
 - :mod:`.activation` — softmax, log_softmax
 - :mod:`.convert` — ``.to(device)`` and ``.to(dtype)``

@@ -71,6 +71,8 @@ def _host_item(t: Tensor, item: Any) -> Any:
                              "Fix: convert them with .long()")
         host = item._host()
         return int(host) if host.ndim == 0 and host.dtype != np.bool_ else host  # t[tensor(1)] is t[1]
+    if isinstance(item, range):  # x[range(3)] is x[[0, 1, 2]]
+        item = list(item)
     if isinstance(item, (list, np.ndarray)):
         arr = np.asarray(item)
         if arr.size == 0:
