@@ -29,6 +29,10 @@ The parts (``tg.exercises.parts()`` lists them with what each receives and retur
   for one-argument operations, sums and matrix products (``make_map(fn)``, a
   ``block_sum_rows(x, out)`` kernel, ``make_tiled_matmul(tile)``; see
   :mod:`teachgrad.kernels.parts`).
+- ``compile.eliminate_dead_code`` / ``compile.eliminate_common_subexpressions`` /
+  ``compile.fold_constants`` / ``compile.fuse_elementwise``: ``pass(graph) -> new graph``,
+  a compiler pass; ``tg.compile`` compiles with yours (and compiles again when you plug or
+  unplug one; see :mod:`teachgrad.jit.pass_parts`).
 """
 from __future__ import annotations
 
@@ -44,6 +48,8 @@ def _declare_all(name: str | None = None) -> None:
     from .. import nn, optim  # noqa: F401  (optim declares its steps; nn, its operations)
     if name is None or name.startswith("cuda."):
         from ..kernels import parts  # noqa: F401  (declares cuda.map, cuda.reduce, cuda.matmul)
+    if name is None or name.startswith("compile."):
+        from ..jit import passes  # noqa: F401  (declares the compiler's passes)
 
 
 def plug(part: str, fn: Callable) -> Part:
