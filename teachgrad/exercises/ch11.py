@@ -10,13 +10,13 @@ from typing import Callable
 import numpy as np
 
 import teachgrad as tg
-from teachgrad.jit import Graph, TracerWarning, TracingError, passes
+from teachgrad.jit import Graph, TracerWarning, TracingError
 from teachgrad.jit.interpreter import run
 from teachgrad.jit.traced import trace_graph
 
 from .ch11_passes import (check_common_subexpression_elimination,  # noqa: F401
                           check_dead_code_elimination, random_program, two_outputs)
-from .core import Feedback, Mismatch, Test, check, expect_close, to_numpy
+from .core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
 
 # -- 11.1 a data-dependent choice the trace can keep ----------------------------------------
 
@@ -200,7 +200,7 @@ def check_first_divergence(first_divergence: Callable) -> Feedback:
     same_mean = float(rng.uniform(0.5, 2.0))
     fixed = [tg.ones(3), tg.ones(3) * 2, -tg.ones(3), tg.ones(3) * 0.5, -tg.ones(3) * 2]
     tests = [
-        make("choose (the if on x.sum() of 11.4) on the notebook's five examples", eager_choice,
+        make("choose (the if on x.sum() of section 11.4) on the notebook's five examples", eager_choice,
              fixed, DIFFERENT, DIFFERENT),
         make(f"choose on {len(signs)} examples with signs {signs}", eager_choice,
              _signed(rng, signs), DIFFERENT, DIFFERENT),

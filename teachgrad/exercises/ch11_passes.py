@@ -41,7 +41,7 @@ def _values(result: Any) -> list[np.ndarray]:
 
 
 def run_learners_pass(learners_pass: Callable, graph: Graph, part: str, name: str) -> Graph:
-    """The learner's pass on ``graph``: a graph the compiler could use, or a Mismatch."""
+    """The learner's pass on ``graph``: a new graph with the same inputs, or a Mismatch."""
     before = fingerprint(graph)
     attribute = part.split(".")[1]  # the pass's public name, refused while the learner's runs
     with withheld((passes, attribute, f"passes.{attribute}")), written_by_the_learner(part, name):
@@ -55,22 +55,22 @@ def run_learners_pass(learners_pass: Callable, graph: Graph, part: str, name: st
     expect_true(holders == want, f"the inputs are now {holders}, expected {want}",
                 hint="never remove placeholders: they are the function's arguments, even when "
                      "unused")
-    problem = graph_problem(got, graph, before)
-    if problem is not None:
-        raise Mismatch(f"your pass returned {problem[0]}", hint=f"expected {problem[1]}",
-                       show_values=False)
     return got
 
 
 def compare_graphs(got: Graph, graph: Graph, part: str, what: str, hint: Callable) -> None:
-    """The nodes left (operations and constants) are the engine's pass's, and the graph still
-    computes what ``graph`` computes (run on fresh inputs)."""
+    """The nodes left (operations and constants) are the engine's pass's, the graph is one the
+    compiler can use, and it still computes what ``graph`` computes (run on fresh inputs)."""
     want = _engine(part)(graph)
     got_nodes = [n.name for n in got.nodes if n.op in KEPT]
     want_nodes = [n.name for n in want.nodes if n.op in KEPT]
     if got_nodes != want_nodes:
         raise Mismatch(f"the operations and constants left ({what})", ", ".join(want_nodes),
                        ", ".join(got_nodes), hint(got_nodes, want_nodes, graph))
+    problem = graph_problem(got, graph, fingerprint(graph))  # (references, outputs, writes)
+    if problem is not None:
+        raise Mismatch(f"your pass returned {problem[0]}", hint=f"expected {problem[1]}",
+                       show_values=False)
     feed = tuple(tg.tensor(np.random.default_rng(7).normal(size=n.meta[0].shape).astype(np.float32))
                  for n in graph.placeholders)
     with np.errstate(all="ignore"):

@@ -157,6 +157,8 @@ def _structure_problem(got: Graph) -> tuple[str, str] | None:
             return f"{where} is not a Node with an opcode", f"Nodes with an opcode of {OPCODES}"
         if n.name in outputs_of:
             return f"{where} has the name of an earlier node", "unique node names"
+        if n.op == "output" and i != len(got.nodes) - 1:
+            return f"{where} is an output node before the end", "one output node, last"
         for r in refs_in((n.args, n.kwargs)):
             if r.node not in outputs_of:
                 return (f"{where} reads {r.node!r}, which is not a node before it",
@@ -166,8 +168,6 @@ def _structure_problem(got: Graph) -> tuple[str, str] | None:
                 return (f"{where} reads {r!r}", f"an index exactly where {r.node!r} returns "
                         "several values (keep each Ref's index)")
         if n.op == "output":
-            if i != len(got.nodes) - 1:
-                return f"{where} is an output node before the end", "one output node, last"
             continue
         if n.op == "get_attr" and n.target not in got.constants:
             return (f"{where} reads the constant {n.target!r}, not in graph.constants",

@@ -27,7 +27,9 @@ def _define(source: str, name: str):
 
 EXERCISES = [("traceable_choice", ch11.check_traceable_choice, "11.1"),
              ("first_divergence", ch11.check_first_divergence, "11.2"),
-             ("dead_code_elimination", ch11.check_dead_code_elimination, "11.3")]
+             ("dead_code_elimination", ch11.check_dead_code_elimination, "11.3"),
+             ("common_subexpression_elimination", ch11.check_common_subexpression_elimination,
+              "11.4")]
 IDS = [e[2] for e in EXERCISES]
 
 
