@@ -18,6 +18,7 @@ import numpy as np
 import teachgrad as tg
 from teachgrad import nn
 from teachgrad.jit import Graph, passes
+from teachgrad.jit.ir import refs_in
 from teachgrad.jit.interpreter import run
 from teachgrad.jit.pass_parts import fingerprint, graph_problem
 from teachgrad.jit.traced import trace_graph
@@ -116,19 +117,17 @@ def compiled_workload(learners_pass: Callable, part: str, model: nn.Module, x: t
                                                 if p.grad is not None]
     eager = outputs_and_grads(model)
     engines = outputs_and_grads(tg.compile(model))
-    with plugged_workload(part, learners_pass, "tg.compile compiled the model") as plugged:
+    with plugged_workload(part, learners_pass, "tg.compile compiled the model"):
         compiled = tg.compile(model)
         yours = outputs_and_grads(compiled)
-        graph = compiled.graph
     expect_true(len(yours) == len(eager), "the compiled model left a parameter without a gradient",
                 hint="keep every operation the output depends on")
     for g, e in zip(yours, eager):
         expect_close(g, e, what="compiled model's outputs and gradients, against eager",
                      hint="the compiled graph must compute what the model computes")
     _same_bits(yours, engines, "the compiled model's outputs and gradients")
-    expect_true(plugged.calls > 0 and "yours" in compiled.explain(),
-                "compiled.explain() does not show your pass", hint="plug your own function")
-    expect_true(isinstance(graph, Graph), "no compiled graph")
+    expect_true("yours: " in compiled.explain(), "compiled.explain() does not show your pass",
+                hint="plug your own function")
 
 
 # -- 11.3 dead-code elimination ------------------------------------------------------------
@@ -287,6 +286,10 @@ def constant_read_twice(x: tg.Tensor, y: tg.Tensor) -> tg.Tensor:
     return (x * _written + y * _written).exp()
 
 
+SAME_CALL = ("merge two nodes only when the operation (node.target) and all its arguments "
+             "(node.args, node.kwargs) are the same")
+
+
 def _merged_alike(n: Any, graph: Graph) -> str:
     """Why the learner may have merged ``n`` with an earlier node the engine keeps apart."""
     earlier = graph.nodes[:graph.nodes.index(n)]
@@ -303,14 +306,19 @@ def _merged_alike(n: Any, graph: Graph) -> str:
     if any(repr(m.args) == repr(n.args) and m.kwargs != n.kwargs for m in same_op):
         return ("tg.cat([x, y], dim=0) and dim=1 differ only in their keyword arguments: "
                 "include node.kwargs in what you compare")
-    return ("merge two nodes only when the operation (node.target) and all its arguments "
-            "(node.args, node.kwargs) are the same")
+    return SAME_CALL
 
 
 def _cse_hint(got: list[str], want: list[str], graph: Graph) -> str:
-    merged_too_much = [n for n in want if n not in got]
+    merged_too_much = [graph.node(n) for n in want if n not in got]
+    # the merges that caused the others (a node reading a wrongly merged one merges too)
+    causes = [n for n in merged_too_much
+              if not any(r.node in {m.name for m in merged_too_much} for r in refs_in(n.args))]
+    hints = {_merged_alike(n, graph) for n in causes or merged_too_much}
+    if len(hints) == 1:
+        return hints.pop()
     if merged_too_much:
-        return _merged_alike(graph.node(merged_too_much[0]), graph)
+        return SAME_CALL
     missed = [n for n in got if n not in want]
     if missed and graph.node(missed[0]).op == "get_attr":
         return ("two get_attr nodes that read one constant (the same node.target) are one "

@@ -244,11 +244,13 @@ class PassReport:
     before: dict[str, int]
     after: dict[str, int]
     graph: Graph
+    yours: str = ""  # the learner's function that ran as this pass (plugged), if any
 
     def __str__(self) -> str:
         b, a = self.before["call_function"], self.after["call_function"]
         c, d = self.before["get_attr"], self.after["get_attr"]
-        return f"{self.name:<34} operations {b:>3} -> {a:<3}  constants {c:>3} -> {d}"
+        by = f"   yours: {self.yours}" if self.yours else ""
+        return f"{self.name:<34} operations {b:>3} -> {a:<3}  constants {c:>3} -> {d}{by}"
 
 
 DEFAULT_PASSES: tuple[Callable[[Graph], Graph], ...] = (
@@ -261,15 +263,15 @@ def optimise(graph: Graph, passes: Any = DEFAULT_PASSES) -> tuple[Graph, list[Pa
     reports = []
     for p in passes:
         new = p(graph)
-        reports.append(PassReport(_pass_name(p), graph.counts(), new.counts(), new))
+        reports.append(PassReport(getattr(p, "__name__", type(p).__name__), graph.counts(),
+                                  new.counts(), new, _plugged_name(p)))
         graph = new
     return graph, reports
 
 
-def _pass_name(p: Callable) -> str:
-    """The pass's name, and whose function ran as it (``... (yours: my_pass)``)."""
-    name = getattr(p, "__name__", type(p).__name__)
+def _plugged_name(p: Callable) -> str:
+    """The name of the learner's function that runs as pass ``p`` now ("" if none)."""
     part = getattr(p, "part", None)
-    if part is not None and part.fn is not None:
-        name += f" (yours: {getattr(part.fn, '__name__', 'plugged')})"
-    return name
+    if part is None or part.fn is None:
+        return ""
+    return getattr(part.fn, "__name__", "a plugged function")

@@ -109,8 +109,10 @@ def test_the_reference_passes_plugged_give_bit_for_bit_the_engines_compile(train
     if training:  # the running statistics were written by both, the same way
         assert any(not np.array_equal(a, t.numpy()) for a, t in zip(state, model.buffers()))
     assert yours.graph.tabular() == engine.graph.tabular()
-    assert "eliminate_dead_code (yours: dead_code_elimination)" in yours.explain()
-    assert "eliminate_common_subexpressions (yours: common_subexpression_elimination)" in yours.explain()
+    lines = yours.explain().splitlines()
+    assert lines[0].startswith("eliminate_dead_code ") and lines[0].endswith("   yours: dead_code_elimination")
+    assert lines[1].endswith("   yours: common_subexpression_elimination")
+    assert "yours" not in lines[2] + lines[3] and "yours" not in engine.explain()
 
 
 def test_plugging_a_pass_changes_what_compile_runs():
@@ -139,7 +141,7 @@ def test_optimise_and_a_users_pass_list_run_the_plugged_pass_too():
     with plugged(CSE, watching):
         out, reports = passes.optimise(graph)
         tg.compile(lambda x: x * 2.0 + x * 2.0, passes=[passes.eliminate_common_subexpressions])(tg.randn(2))
-    assert len(calls) == 2 and reports[1].name == "eliminate_common_subexpressions (yours: watching)"
+    assert len(calls) == 2 and (reports[1].name, reports[1].yours) == ("eliminate_common_subexpressions", "watching")
     assert passes.eliminate_common_subexpressions(graph).counts() == common_subexpression_elimination(graph).counts()
 
 
