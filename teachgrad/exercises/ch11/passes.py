@@ -2,7 +2,7 @@
 dead-code elimination (11.3) and common-subexpression elimination (11.4).
 
 Each checker runs the learner's pass on fixed programs that show one trap each, on
-random programs drawn by hypothesis (:mod:`.ch11_programs`), and compares the graph it
+random programs drawn by hypothesis (:mod:`.programs`), and compares the graph it
 returns with the engine's own pass, node by node, then runs both graphs. Last, the pass
 is plugged into its part (``compile.eliminate_dead_code``,
 ``compile.eliminate_common_subexpressions``) and a small model is compiled with it:
@@ -23,10 +23,10 @@ from teachgrad.jit.interpreter import run
 from teachgrad.jit.pass_parts import fingerprint, graph_problem
 from teachgrad.jit.traced import trace_graph
 
-from . import ch11_programs as programs
-from .building import plugged_workload, property_test, written_by_the_learner
-from .core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
-from .withheld import withheld
+from . import programs
+from ..building import plugged_workload, property_test, written_by_the_learner
+from ..core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
+from ..withheld import withheld
 
 DCE, CSE = "compile.eliminate_dead_code", "compile.eliminate_common_subexpressions"
 KEPT = ("call_function", "get_attr")  # the nodes a pass may remove

@@ -1,7 +1,7 @@
 """Checkers for chapter 11, *Static graphs and compilers*: a traceable rewrite of a
 data-dependent ``if`` (11.1), finding the inputs a trace gets wrong (11.2), and two compiler
 passes that then run inside ``tg.compile`` (11.3 dead code, 11.4 common subexpressions:
-:mod:`.ch11_passes`). The expected answers are computed from the engine at check time."""
+:mod:`.passes`). The expected answers are computed from the engine at check time."""
 from __future__ import annotations
 
 import warnings
@@ -14,9 +14,9 @@ from teachgrad.jit import Graph, TracerWarning, TracingError
 from teachgrad.jit.interpreter import run
 from teachgrad.jit.traced import trace_graph
 
-from .ch11_passes import (check_common_subexpression_elimination,  # noqa: F401
-                          check_dead_code_elimination, random_program, two_outputs)
-from .core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
+from ..core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
+from .passes import (check_common_subexpression_elimination,  # noqa: F401
+                     check_dead_code_elimination, random_program, two_outputs)
 
 # -- 11.1 a data-dependent choice the trace can keep ----------------------------------------
 
