@@ -30,6 +30,8 @@ from ..withheld import withheld
 
 DCE, CSE = "compile.eliminate_dead_code", "compile.eliminate_common_subexpressions"
 KEPT = ("call_function", "get_attr")  # the nodes a pass may remove
+#: how the chapter names the learner's function for each part
+LEARNERS = {DCE: "dead_code_elimination", CSE: "common_subexpression_elimination"}
 
 
 def _engine(part: str) -> Callable[[Graph], Graph]:
@@ -41,11 +43,11 @@ def _values(result: Any) -> list[np.ndarray]:
     return [np.asarray(to_numpy(t)) for t in (result if isinstance(result, tuple) else (result,))]
 
 
-def run_learners_pass(learners_pass: Callable, graph: Graph, part: str, name: str) -> Graph:
+def run_learners_pass(learners_pass: Callable, graph: Graph, part: str) -> Graph:
     """The learner's pass on ``graph``: a new graph with the same inputs, or a Mismatch."""
     before = fingerprint(graph)
     attribute = part.split(".")[1]  # the pass's public name, refused while the learner's runs
-    with withheld((passes, attribute, f"passes.{attribute}")), written_by_the_learner(part, name):
+    with withheld((passes, attribute, f"passes.{attribute}")), written_by_the_learner(part, LEARNERS[part]):
         got = learners_pass(graph)
     expect_true(isinstance(got, Graph), f"returned a {type(got).__name__}, not a Graph",
                 hint="return the new graph (e.g. g = graph.copy(), change g, return g)")
@@ -82,14 +84,27 @@ def compare_graphs(got: Graph, graph: Graph, part: str, what: str, hint: Callabl
                            w, g, "a pass must never change what the graph computes")
 
 
-def _on_recipes(learners_pass: Callable, part: str, name: str, hint: Callable,
-                split_reads: bool) -> Callable:
+def _random_and_compiled(learners_pass: Callable, part: str, hint: Callable, drawn: str,
+                         model_text: str, model: Callable[[], nn.Module]) -> list[Test]:
+    """The tests both passes share: random programs (for CSE: with blocks computed again and
+    constants read twice), then a model compiled with the pass plugged in."""
+    repeats = part == CSE
+
+    def compiled() -> None:
+        tg.manual_seed(3)
+        compiled_workload(learners_pass, part, model(), tg.randn(5, 4))
+    return [property_test(f"random programs: {drawn}", lambda st: programs.recipes(st, repeats),
+                          _on_recipes(learners_pass, part, hint, repeats), examples=30),
+            Test(f"tg.compile with your pass plugged in: {model_text}", compiled)]
+
+
+def _on_recipes(learners_pass: Callable, part: str, hint: Callable, split_reads: bool) -> Callable:
     def each(recipe: tuple) -> None:
         graph = trace_graph(programs.program(recipe), programs.inputs(recipe))
         if split_reads and recipe[4]:
             graph = programs.split_constant_reads(graph)
         try:
-            got = run_learners_pass(learners_pass, graph, part, name)
+            got = run_learners_pass(learners_pass, graph, part)
             compare_graphs(got, graph, part, "a random program", hint)
         except Mismatch as mismatch:
             mismatch.problem += f", on the program {programs.code(recipe)}"
@@ -217,7 +232,7 @@ def check_dead_code_elimination(dead_code_elimination: Callable) -> Feedback:
         def run_test() -> None:
             program, live_ops, dead_ops = random_program(seed, use_y)
             graph = trace_graph(program, (tg.randn(*shape), tg.randn(*shape)))
-            result = run_learners_pass(dead_code_elimination, graph, DCE, "dead_code_elimination")
+            result = run_learners_pass(dead_code_elimination, graph, DCE)
             compare_graphs(result, graph, DCE, f"{live_ops} live, {dead_ops} dead in this "
                            "program", _dce_hint)
         reads = "x and y" if use_y else "x only"
@@ -225,25 +240,19 @@ def check_dead_code_elimination(dead_code_elimination: Callable) -> Feedback:
 
     def two_outputs_test() -> None:
         graph = trace_graph(two_outputs, (tg.randn(3), tg.randn(3)))
-        result = run_learners_pass(dead_code_elimination, graph, DCE, "dead_code_elimination")
+        result = run_learners_pass(dead_code_elimination, graph, DCE)
         compare_graphs(result, graph, DCE, "a tuple output", lambda *_: (
             "the output node reads a tuple of values: each one is live, and so is everything "
             "it reads"))
-
-    def workload() -> None:
-        tg.manual_seed(3)
-        compiled_workload(dead_code_elimination, DCE, WithDeadCode(), tg.randn(5, 4))
 
     seeds = [1, 2] + [random.randrange(1000, 10**6) for _ in range(3)]
     tests = [make(s, (3,) if i % 2 else (2, 3), use_y=i != 1) for i, s in enumerate(seeds)]
     tests += [Test("a program with two outputs, a value read twice and two dead chains",
                    two_outputs_test),
-              property_test("random programs: constants, parameters, two-output operations, "
-                            "unused inputs, dead chains", lambda st: programs.recipes(st, False),
-                            _on_recipes(dead_code_elimination, DCE, "dead_code_elimination",
-                                        _dce_hint, False), examples=30),
-              Test("tg.compile with your pass plugged in: a model with a probe layer whose "
-                   "result is dropped", workload)]
+              *_random_and_compiled(dead_code_elimination, DCE, _dce_hint, "constants, parameters, "
+                                    "two-output operations, unused inputs, dead chains",
+                                    "a model with a probe layer whose result is dropped",
+                                    WithDeadCode)]
     return check("11.3", tests, candidate=dead_code_elimination,
                  solved="your pass removes dead chains and constants completely, keeps the "
                         "inputs, and tg.compile compiled a model with it: same outputs and "
@@ -347,21 +356,15 @@ class WithRepeats(nn.Module):
 def check_common_subexpression_elimination(common_subexpression_elimination: Callable) -> Feedback:
     """Exercise 11.4: one node for each value computed more than once, exactly where the
     engine merges; then ``tg.compile`` runs the pass."""
-    name = "common_subexpression_elimination"
-
     def on(description: str, fn: Callable, what: str, split_reads: bool = False) -> Test:
         def run_test() -> None:
             with np.errstate(divide="ignore"):  # (1 / (x * 0.0) is meant)
                 graph = trace_graph(fn, (tg.randn(2, 3), tg.randn(2, 3)), side_effects=False)
             if split_reads:
                 graph = programs.split_constant_reads(graph)
-            got = run_learners_pass(common_subexpression_elimination, graph, CSE, name)
+            got = run_learners_pass(common_subexpression_elimination, graph, CSE)
             compare_graphs(got, graph, CSE, what, _cse_hint)
         return Test(description, run_test)
-
-    def workload() -> None:
-        tg.manual_seed(4)
-        compiled_workload(common_subexpression_elimination, CSE, WithRepeats(), tg.randn(5, 4))
 
     tests = [on("x * 2.0 + y computed twice, then read by two operations", repeated, "a chain repeated"),
              on("pairs that look alike: x + y and y + x, x - y and y - x, x * 0.0 and x * -0.0, "
@@ -373,12 +376,9 @@ def check_common_subexpression_elimination(common_subexpression_elimination: Cal
                 writes_a_repeat, "the output node's writes"),
              on("one constant read by two get_attr nodes", constant_read_twice,
                 "two reads of one constant", split_reads=True),
-             property_test("random programs with blocks computed again, constants read twice",
-                           lambda st: programs.recipes(st, True),
-                           _on_recipes(common_subexpression_elimination, CSE, name, _cse_hint,
-                                       True), examples=30),
-             Test("tg.compile with your pass plugged in: a model applying one layer twice to "
-                  "the same input", workload)]
+             *_random_and_compiled(common_subexpression_elimination, CSE, _cse_hint,
+                                   "blocks computed again, constants read twice",
+                                   "a model applying one layer twice to the same input", WithRepeats)]
     return check("11.4", tests, candidate=common_subexpression_elimination,
                  solved="your pass computes each repeated value once, keeps apart what only "
                         "looks alike, and tg.compile compiled a model with it: same outputs and "
