@@ -21,6 +21,7 @@ says why. When nothing is plugged a pass pays one attribute read (``part.fn is N
 from __future__ import annotations
 
 import functools
+import itertools
 import weakref
 from typing import Any, Callable
 
@@ -40,6 +41,7 @@ RETURNS = ("a new Graph computing the same values: the same placeholders in the 
 PLUGGED: dict[str, str] = {"passes": ""}
 _PASS_PARTS: list[Part] = []
 _SERIAL: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
+_NEXT_SERIAL = itertools.count(1)
 
 
 def replaceable(name: str) -> Callable[[Pass], Pass]:
@@ -86,9 +88,12 @@ def plugged_now() -> str:
 
 
 def _serial(fn: Any) -> int:
+    """A number for ``fn``, never given to another function (even after ``fn`` is gone)."""
     try:
-        return _SERIAL.setdefault(fn, len(_SERIAL) + 1)
-    except TypeError:  # (an object that takes no weak reference)
+        if fn not in _SERIAL:
+            _SERIAL[fn] = next(_NEXT_SERIAL)
+        return _SERIAL[fn]
+    except TypeError:  # (an object that takes no weak reference: its id, while it lives)
         return id(fn)
 
 
