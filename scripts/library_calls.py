@@ -86,6 +86,12 @@ LIBRARY_CALLS: dict[str, list[tuple[str, str]]] = {
          "from teachgrad.jit import passes\n"
          "return passes.eliminate_dead_code(graph)"),
     ],
+    # common-subexpression elimination (11.4): the compiler's own pass
+    "ch11.check_common_subexpression_elimination": [
+        ("common_subexpression_elimination",
+         "from teachgrad.jit import passes\n"
+         "return passes.eliminate_common_subexpressions(graph)"),
+    ],
     # random search by hand (13.1): the library's search over a log-uniform space
     "ch13.check_random_search": [
         ("random_search",

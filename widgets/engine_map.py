@@ -23,7 +23,13 @@ from ._display import StaticSVG
 BOX_W, BOX_H, GAP = 150, 38, 8
 PLUGGED, SOLVED, ENGINE = "#ffb347", "#9be39b", "#e6e6e6"
 LAYER_TITLES = {"autograd": "autograd", "backward": "backward formulas", "optim": "optimizers",
-                "cuda": "cuda kernels", "jit": "compiler", "distributed": "distributed"}
+                "cuda": "cuda kernels", "compile": "compiler passes", "jit": "compiler",
+                "distributed": "distributed"}
+
+
+def _fitting_size(label: str, largest: float = 10.0) -> float:
+    """A font size at which ``label`` fits in a box (a character is about 0.55 em wide)."""
+    return round(min(largest, (BOX_W - 8) / (0.55 * max(len(label), 1))), 1)
 
 
 def _layer(part: str) -> str:
@@ -52,7 +58,7 @@ def draw_engine_map(progress) -> str:
                    + ("your function runs it now" if part.plugged else
                       "solved" if part.solved else "the engine's own code"))
             body.append(_svg.rect(x0, y, BOX_W, BOX_H, fill, "#888888", title=tip))
-            body.append(_svg.text(x0 + BOX_W / 2, y + 13, part.name, 10))
+            body.append(_svg.text(x0 + BOX_W / 2, y + 13, part.name, _fitting_size(part.name)))
             body.append(_svg.text(x0 + BOX_W / 2, y + 28, "exercise " + ", ".join(part.exercises),
                                   9, fill="#555555"))
             width = max(width, x0 + BOX_W + 10)

@@ -31,6 +31,12 @@ The parts (``tg.exercises.parts()`` lists them with what each receives and retur
   :mod:`teachgrad.kernels.parts`).
 - ``tune.promote``: ``promote(losses, eta) -> [indices]``, which trials of a rung go on
   in ``tg.tune``'s successive halving, Hyperband and BOHB.
+- ``distributed.ring_all_reduce``: ``ring_all_reduce(data, comm)``, the sum that DDP and
+  ``all_reduce(algorithm="ring")`` run on each rank (SUM and AVG).
+- ``compile.eliminate_dead_code`` / ``compile.eliminate_common_subexpressions`` /
+  ``compile.fold_constants`` / ``compile.fuse_elementwise``: ``pass(graph) -> new graph``,
+  a compiler pass; ``tg.compile`` compiles with yours (and compiles again when you plug or
+  unplug one; see :mod:`teachgrad.jit.pass_parts`).
 """
 from __future__ import annotations
 
@@ -48,6 +54,8 @@ def _declare_all(name: str | None = None) -> None:
         from ..kernels import parts  # noqa: F401  (declares cuda.map, cuda.reduce, cuda.matmul)
     if name is None or name.startswith("tune."):
         from .. import tune  # noqa: F401  (declares tune.promote)
+    if name is None or name.startswith("compile."):
+        from ..jit import passes  # noqa: F401  (declares the compiler's passes)
 
 
 def plug(part: str, fn: Callable) -> Part:

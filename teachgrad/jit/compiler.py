@@ -25,7 +25,7 @@ from ..backends import get_backend
 from ..device import Device
 from ..ops import elementwise as ew, linalg
 from ..tensor import Tensor
-from . import guards as guards_module, interpreter, passes as passes_module
+from . import guards as guards_module, interpreter, pass_parts, passes as passes_module
 from .codegen import fused_kernels
 from .guards import Guard
 from .ir import Graph, Ref
@@ -256,18 +256,23 @@ class CompiledFunction:
 
     def _compile(self, inputs: tuple[Tensor, ...], key: tuple, entries: list) -> CompiledGraph:
         """Trace and compile for this call; note why, when something was compiled before."""
+        why = None
         if entries:
             failed = guards_module.first_failure(entries[-1].guards.guards)
-            self.recompiles.append(f"guard failed: {failed.why()}" if failed else "guard failed")
+            why = f"guard failed: {failed.why()}" if failed else "guard failed"
         elif self.compiles:
-            self.recompiles.append("new input signature: " + "; ".join(
-                guards_module.describe_signature(key, [f"input{i}" for i in range(len(inputs))])))
+            why = "new input signature: " + "; ".join(
+                guards_module.describe_signature(key, [f"input{i}" for i in range(len(inputs))]))
+        plugged = pass_parts.plugged_guard()  # (the passes a learner plugged in, if any)
         entry = CompiledGraph(trace_graph(self.fn, inputs, side_effects=False), self.passes)
-        entry.guards = guards_module.GuardSet(guards_module.collect(self.fn, entry.traced, entry.graph.baked))
+        entry.guards = guards_module.GuardSet(
+            [plugged, *guards_module.collect(self.fn, entry.traced, entry.graph.baked)])
         entry.key = key
-        entries.append(entry)
+        entries.append(entry)  # (only now: a trace or a pass that raised changes nothing)
         del entries[:-self.cache_limit]  # the oldest go first
         self.compiles += 1
+        if why is not None:
+            self.recompiles.append(why)
         return entry
 
     def _latest(self) -> CompiledGraph:

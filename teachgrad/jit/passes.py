@@ -11,6 +11,12 @@
 
 Every pass leaves the input graph untouched, so a learner can print the graph
 before and after each one and compare node counts (:func:`optimise` does that).
+
+Each pass is also a replaceable part of the engine (:mod:`teachgrad.jit.pass_parts`):
+``compile.eliminate_dead_code``, ``compile.eliminate_common_subexpressions``,
+``compile.fold_constants``, ``compile.fuse_elementwise``. While a learner's pass is
+plugged into one (``tg.exercises.plug``), calling the pass here runs the learner's, so
+``tg.compile`` compiles with it.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from ..autograd import grad_mode
 from ..tensor import Tensor
 from .codegen import fusible, make_fused_function
 from .ir import Graph, Node, Ref, map_refs, refs_in
+from .pass_parts import replaceable
 
 
 def _replace_uses(graph: Graph, renames: dict[str, str]) -> None:
@@ -32,6 +39,7 @@ def _replace_uses(graph: Graph, renames: dict[str, str]) -> None:
         n.kwargs = map_refs(n.kwargs, swap)
 
 
+@replaceable("compile.eliminate_dead_code")
 def eliminate_dead_code(graph: Graph) -> Graph:
     """Operations and constants whose values no node reads are removed."""
     g = graph.copy()
@@ -46,6 +54,7 @@ def eliminate_dead_code(graph: Graph) -> Graph:
     return g
 
 
+@replaceable("compile.eliminate_common_subexpressions")
 def eliminate_common_subexpressions(graph: Graph) -> Graph:
     """Two nodes doing the same operation on the same values become one."""
     g = graph.copy()
@@ -71,6 +80,7 @@ def eliminate_common_subexpressions(graph: Graph) -> Graph:
     return g
 
 
+@replaceable("compile.fold_constants")
 def fold_constants(graph: Graph) -> Graph:
     """Operations on constants only are run now; their result becomes a new constant.
 
@@ -107,6 +117,7 @@ def fold_constants(graph: Graph) -> Graph:
     return eliminate_dead_code(g)  # the constants the folded nodes read may now be unused
 
 
+@replaceable("compile.fuse_elementwise")
 def fuse_elementwise(graph: Graph) -> Graph:
     """Groups of elementwise operations on same-shaped values become one fused node each.
 
@@ -233,11 +244,13 @@ class PassReport:
     before: dict[str, int]
     after: dict[str, int]
     graph: Graph
+    yours: str = ""  # the learner's function that ran as this pass (plugged), if any
 
     def __str__(self) -> str:
         b, a = self.before["call_function"], self.after["call_function"]
         c, d = self.before["get_attr"], self.after["get_attr"]
-        return f"{self.name:<34} operations {b:>3} -> {a:<3}  constants {c:>3} -> {d}"
+        by = f"   yours: {self.yours}" if self.yours else ""
+        return f"{self.name:<34} operations {b:>3} -> {a:<3}  constants {c:>3} -> {d}{by}"
 
 
 DEFAULT_PASSES: tuple[Callable[[Graph], Graph], ...] = (
@@ -250,6 +263,15 @@ def optimise(graph: Graph, passes: Any = DEFAULT_PASSES) -> tuple[Graph, list[Pa
     reports = []
     for p in passes:
         new = p(graph)
-        reports.append(PassReport(p.__name__, graph.counts(), new.counts(), new))
+        reports.append(PassReport(getattr(p, "__name__", type(p).__name__), graph.counts(),
+                                  new.counts(), new, _plugged_name(p)))
         graph = new
     return graph, reports
+
+
+def _plugged_name(p: Callable) -> str:
+    """The name of the learner's function that runs as pass ``p`` now ("" if none)."""
+    part = getattr(p, "part", None)
+    if part is None or part.fn is None:
+        return ""
+    return getattr(part.fn, "__name__", "a plugged function")

@@ -27,7 +27,9 @@ def _define(source: str, name: str):
 
 EXERCISES = [("traceable_choice", ch11.check_traceable_choice, "11.1"),
              ("first_divergence", ch11.check_first_divergence, "11.2"),
-             ("dead_code_elimination", ch11.check_dead_code_elimination, "11.3")]
+             ("dead_code_elimination", ch11.check_dead_code_elimination, "11.3"),
+             ("common_subexpression_elimination", ch11.check_common_subexpression_elimination,
+              "11.4")]
 IDS = [e[2] for e in EXERCISES]
 
 
@@ -137,3 +139,81 @@ def test_choice_with_swapped_branches():
 
 def test_choice_always_tanh():
     wrong(ch11.check_traceable_choice(lambda x: x.tanh()), "tanh(x) when x.sum() > 0, else x * 0.5")
+
+
+def test_dce_keeping_dead_constants():
+    def operations_only(graph):  # removes dead operations, never a get_attr node
+        return in_place(graph.copy())
+    wrong(ch11.check_dead_code_elimination(operations_only), "a get_attr node",
+          "that nobody reads is dead too")
+
+
+# -- 11.4 ---------------------------------------------------------------------------------
+
+def cse(key=None, rename=True, keep_index=True, merge_constants=True, copy=True):
+    """A common-subexpression pass with one decision changed."""
+    from teachgrad.jit.ir import Ref, map_refs
+
+    def common_subexpression_elimination(graph):
+        g = graph.copy() if copy else graph
+        first, replaced, kept = {}, {}, []
+
+        def renamed(ref):
+            node = replaced.get(ref.node, ref.node) if rename else ref.node
+            return Ref(node, ref.index if keep_index else None)
+        for n in g.nodes:
+            n.args, n.kwargs = map_refs(n.args, renamed), map_refs(n.kwargs, renamed)
+            if n.op == "get_attr" and merge_constants:
+                k = n.target
+            elif n.op == "call_function":
+                k = key(n) if key else (n.target, repr(n.args), repr(n.kwargs))
+            else:
+                kept.append(n)
+                continue
+            if k in first:
+                replaced[n.name] = first[k]
+            else:
+                first[k] = n.name
+                kept.append(n)
+        g.nodes = kept
+        return g
+    return common_subexpression_elimination
+
+
+def _sorted_if_commutative(n):
+    args = tuple(sorted(n.args, key=repr)) if n.target.__name__ in ("Add", "Mul") else n.args
+    return n.target, repr(args), repr(n.kwargs)
+
+
+@pytest.mark.parametrize("answer, says", [
+    (cse(key=lambda n: (n.target, n.args, tuple(n.kwargs.items()))), "0.0 == -0.0 in Python"),
+    (cse(key=_sorted_if_commutative), "a + b and b + a are two calls"),
+    (cse(key=lambda n: (n.target, repr(n.args))), "include node.kwargs"),
+    (cse(key=lambda n: (n.target, repr(n.args[:1]))), "merge two nodes only when"),
+    (cse(rename=False), "rename the references"),
+    (cse(keep_index=False), "an index exactly where"),
+    (cse(merge_constants=False), "two get_attr nodes that read one constant"),
+    (cse(copy=False), "work on graph.copy()"),
+], ids=["tuple key", "sorted arguments", "no kwargs", "first argument only", "no renaming",
+        "index dropped", "constants apart", "in place"])
+def test_cse_wrong_answers_say_what_to_fix(answer, says):
+    wrong(ch11.check_common_subexpression_elimination(answer), says)
+
+
+def test_cse_from_the_compilers_own_pass():
+    def with_the_library(graph):
+        from teachgrad.jit import passes
+        return passes.eliminate_common_subexpressions(graph)
+
+    def through_the_engine(graph):
+        from teachgrad.autograd import parts
+        return parts.get("compile.eliminate_common_subexpressions").engine(graph)
+    wrong(ch11.check_common_subexpression_elimination(with_the_library),
+          "passes.eliminate_common_subexpressions")
+    wrong(ch11.check_common_subexpression_elimination(through_the_engine),
+          "called the engine's own eliminate_common_subexpressions")
+
+
+def test_the_checkers_give_the_engine_its_passes_back():
+    ch11.check_common_subexpression_elimination(cse(rename=False))
+    assert tg.exercises.plugged_parts() == {}

@@ -12,7 +12,7 @@ from notebook_solutions import NOTEBOOKS, make_learner
 
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook, exercises", [("10_asynchronous_execution", 3),
-                                                 ("11_static_graphs_and_compilers", 3)])
+                                                 ("11_static_graphs_and_compilers", 4)])
 def test_learner_edition_runs_from_the_lab_folder(tmp_path, monkeypatch, notebook, exercises):
     monkeypatch.delenv("TEACHGRAD_RESULTS", raising=False)
     monkeypatch.setenv("TEACHGRAD_CUDA", "sim")

@@ -390,7 +390,7 @@ def keep_what(outputs):
             if name not in live:
                 live.add(name)
                 stack += [r.node for r in refs_in((g.node(name).args, g.node(name).kwargs))]
-        g.nodes = [n for n in g.nodes if n.op != "call_function" or n.name in live]
+        g.nodes = [n for n in g.nodes if n.op not in ("call_function", "get_attr") or n.name in live]
         return g
     return dead_code_elimination
 

@@ -1,152 +1,22 @@
 """Checkers for chapter 11, *Static graphs and compilers*: a traceable rewrite of a
-data-dependent ``if`` (11.1), finding the inputs a trace gets wrong (11.2), and a compiler
-pass (11.3). The expected answers are computed from the engine at check time."""
+data-dependent ``if`` (11.1), finding the inputs a trace gets wrong (11.2), and two compiler
+passes that then run inside ``tg.compile`` (11.3 dead code, 11.4 common subexpressions:
+:mod:`.passes`). The expected answers are computed from the engine at check time."""
 from __future__ import annotations
 
-import random
 import warnings
 from typing import Callable
 
 import numpy as np
 
 import teachgrad as tg
-from teachgrad.jit import Graph, TracerWarning, TracingError, passes
+from teachgrad.jit import Graph, TracerWarning, TracingError
 from teachgrad.jit.interpreter import run
 from teachgrad.jit.traced import trace_graph
 
-from .core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
-from .withheld import withheld
-
-# -- 11.3 dead-code elimination ------------------------------------------------------------
-
-UNARY = ("exp", "tanh", "sigmoid", "relu", "neg")
-
-
-def random_program(seed: int, use_y: bool = True) -> tuple[Callable, int, int]:
-    """A function of two tensors with a random live chain and random dead chains
-    (``use_y=False``: the second input is never read, but stays an input).
-
-    Returns the function, its number of live operations and its number of dead ones.
-    """
-    rng = random.Random(seed)
-    steps = []  # (kind, arguments) in order; the last live value is returned
-    live_ops = dead_ops = 0
-    for _ in range(rng.randint(2, 4)):
-        steps.append(("live", rng.choice(UNARY)))
-        live_ops += 1
-        if rng.random() < 0.8:  # a dead chain hanging off the live value
-            length = rng.randint(1, 3)
-            steps.append(("dead", [rng.choice(UNARY) for _ in range(length)]))
-            dead_ops += length
-    steps.append(("mix", None))
-    live_ops += 1
-
-    def program(x, y):
-        value = x
-        for kind, what in steps:
-            if kind == "live":
-                value = getattr(value, what)()
-            elif kind == "dead":
-                unused = value
-                for op in what:
-                    unused = getattr(unused, op)()  # computed, never used again
-            elif use_y:
-                value = value * y
-            else:
-                value = value * 2.0
-        return value
-    return program, live_ops, dead_ops
-
-
-def _withhold_dce():
-    """The compiler's own pass answers 11.3: refused while the learner's pass runs."""
-    return withheld((passes, "eliminate_dead_code", "passes.eliminate_dead_code"))
-
-
-def _reference_dce(graph: Graph) -> Graph:
-    g = graph.copy()
-    while True:
-        users = g.users()
-        dead = [n for n in g.nodes if n.op == "call_function" and not users[n.name]]
-        if not dead:
-            return g
-        g.nodes = [n for n in g.nodes if n not in dead]
-
-
-def two_outputs(x: tg.Tensor, y: tg.Tensor) -> tuple[tg.Tensor, tg.Tensor]:
-    """Two outputs, a value read twice, and dead chains hanging off both."""
-    a = x.exp()
-    unused = (a * a).tanh().relu()  # dead, though it reads a live value twice
-    b = a * a
-    (y - b).sigmoid()  # dead: its result is dropped
-    return b, (x - y).relu()
-
-
-def _two_outputs_test(dead_code_elimination: Callable) -> Test:
-    def run_test() -> None:
-        graph = trace_graph(two_outputs, (tg.randn(3), tg.randn(3)))
-        with _withhold_dce():
-            got = dead_code_elimination(graph)
-        expect_true(isinstance(got, Graph), f"returned a {type(got).__name__}, not a Graph")
-        got_ops = [n.name for n in got.nodes if n.op == "call_function"]
-        want_ops = [n.name for n in _reference_dce(graph).nodes if n.op == "call_function"]
-        if got_ops != want_ops:
-            raise Mismatch("the operations left", want_ops, got_ops,
-                           "the output node reads a tuple of values: each one is live, and so is "
-                           "everything it reads")
-        a, b = tg.randn(3), tg.randn(3)
-        for got_out, want in zip(run(got, (a, b)), two_outputs(a, b)):
-            expect_close(got_out, want, what="pruned graph's outputs")
-    return Test("a program with two outputs, a value read twice and two dead chains", run_test)
-
-
-def check_dead_code_elimination(dead_code_elimination: Callable) -> Feedback:
-    """Exercise 11.3: remove every operation whose value nobody reads, repeatedly."""
-
-    def make(seed: int, shape: tuple, use_y: bool) -> Test:
-        @np.errstate(over="ignore", invalid="ignore")  # exp(exp(...)) may overflow: inf is fine
-        def run_test() -> None:
-            program, live_ops, dead_ops = random_program(seed, use_y)
-            x, y = tg.randn(*shape), tg.randn(*shape)
-            graph = trace_graph(program, (x, y))
-            before = [n.name for n in graph.nodes]
-            with _withhold_dce():
-                result = dead_code_elimination(graph)
-            expect_true(isinstance(result, Graph), f"returned a {type(result).__name__}, not a Graph",
-                        hint="return the new graph (e.g. g = graph.copy(), change g, return g)")
-            expect_true([n.name for n in graph.nodes] == before,
-                        "the graph passed in was changed",
-                        hint="a pass leaves its input alone: work on graph.copy()")
-            holders = [n.name for n in result.nodes if n.op == "placeholder"]
-            expect_true(holders == ["x", "y"], f"the inputs are now {holders}, expected ['x', 'y']",
-                        hint="never remove placeholders: they are the function's arguments, even "
-                             "when unused")
-            got_ops = [n.name for n in result.nodes if n.op == "call_function"]
-            want_ops = [n.name for n in _reference_dce(graph).nodes if n.op == "call_function"]
-            if got_ops != want_ops:
-                hint = "remove call_function nodes with no users (graph.users())"
-                if len(got_ops) > len(want_ops):
-                    hint = ("removing a dead node can make the node it read dead too: repeat "
-                            "until a round removes nothing")
-                elif len(got_ops) < len(want_ops):
-                    hint = ("a node read by the output node, or by a live node, is live: "
-                            "keep everything somebody reads")
-                raise Mismatch(f"the operations left ({live_ops} live, {dead_ops} dead in this "
-                               "program)", want_ops, got_ops, hint)
-            a, b = tg.randn(*shape), tg.randn(*shape)
-            expect_close(run(result, (a, b)), program(a, b), what="the pruned graph's output",
-                         hint="the graph must still compute the same function")
-        reads = "x and y" if use_y else "x only"
-        return Test(f"a random program (seed {seed}, reads {reads}) on {list(shape)} tensors", run_test)
-
-    seeds = [1, 2] + [random.randrange(1000, 10**6) for _ in range(3)]
-    tests = [make(s, (3,) if i % 2 else (2, 3), use_y=i != 1) for i, s in enumerate(seeds)]
-    tests.append(_two_outputs_test(dead_code_elimination))
-    return check("11.3", tests,
-                 candidate=dead_code_elimination,
-                 solved="your pass removes dead chains completely, keeps the inputs, and the "
-                        "graph still computes the same values.")
-
+from ..core import Feedback, Mismatch, Test, check, expect_close, expect_true, to_numpy
+from .passes import (check_common_subexpression_elimination,  # noqa: F401
+                     check_dead_code_elimination, random_program, two_outputs)
 
 # -- 11.1 a data-dependent choice the trace can keep ----------------------------------------
 
@@ -330,7 +200,7 @@ def check_first_divergence(first_divergence: Callable) -> Feedback:
     same_mean = float(rng.uniform(0.5, 2.0))
     fixed = [tg.ones(3), tg.ones(3) * 2, -tg.ones(3), tg.ones(3) * 0.5, -tg.ones(3) * 2]
     tests = [
-        make("choose (the if on x.sum() of 11.4) on the notebook's five examples", eager_choice,
+        make("choose (the if on x.sum() of section 11.4) on the notebook's five examples", eager_choice,
              fixed, DIFFERENT, DIFFERENT),
         make(f"choose on {len(signs)} examples with signs {signs}", eager_choice,
              _signed(rng, signs), DIFFERENT, DIFFERENT),
