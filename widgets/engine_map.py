@@ -24,7 +24,7 @@ BOX_W, BOX_H, GAP = 150, 38, 8
 PLUGGED, SOLVED, ENGINE = "#ffb347", "#9be39b", "#e6e6e6"
 LAYER_TITLES = {"autograd": "autograd", "backward": "backward formulas", "optim": "optimizers",
                 "cuda": "cuda kernels", "compile": "compiler passes", "jit": "compiler",
-                "distributed": "distributed"}
+                "tune": "hyperparameter search", "distributed": "distributed"}
 
 
 def _fitting_size(label: str, largest: float = 10.0) -> float:

@@ -12,9 +12,12 @@ tests one local, ``rank is None``, per node it schedules), or, for an
 operation's backward formula, nothing at all (plugging swaps the ``backward``
 of that one Function class and unplugging puts the original back).
 
-Parts now: ``autograd.order``, ``autograd.sum_to_shape``, ``optim.sgd_step``,
-``optim.adam_step`` and ``backward:<Op>`` for any built-in operation
-(``backward:Mul``, ``backward:MatMul``, ``backward:Sum`` ...).
+Parts declared here and by the engine's other seams: ``autograd.order``,
+``autograd.sum_to_shape``, ``backward:<Op>`` for any built-in operation
+(``backward:Mul``, ``backward:MatMul``, ``backward:Sum`` ...), ``optim.sgd_step``,
+``optim.adam_step``, ``cuda.map`` / ``cuda.reduce`` / ``cuda.matmul`` (kernels/parts.py),
+the compiler's passes ``compile.*`` (jit/pass_parts.py), ``tune.promote``
+(tune/promotion.py) and ``distributed.ring_all_reduce`` (distributed/collectives.py).
 
 This module sits beside the engine (imports point down): the engine declares its
 parts here, and :mod:`teachgrad.exercises` offers the learner-facing API on top.
