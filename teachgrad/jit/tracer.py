@@ -194,7 +194,7 @@ class Tracer:
 @contextmanager
 def _watching(tracer: Tracer) -> Iterator[None]:
     """Install the tracer on the seam, and guard the ways out of the graph, for one call."""
-    from ..ops import functional
+    from ..ops import functional, indexing
 
     if function_module.observer is not None:
         raise TracingError("tg.jit.trace was called while another trace is running. "
@@ -203,6 +203,7 @@ def _watching(tracer: Tracer) -> Iterator[None]:
         "item", "numpy", "tolist", "__bool__", "_check_writable", "detach", "_make",
         *writes.OUT_OF_PLACE)}
     saved_compare, saved_arg = functional._compare, functional._arg
+    saved_index_values = indexing.index_values
 
     def breaks(method: str) -> Callable:
         original = saved[method]
@@ -219,6 +220,18 @@ def _watching(tracer: Tracer) -> Iterator[None]:
                     f"or call .{method}() on the traced function's output, outside it.")
             return original(self, *a, **k)
         return guarded
+
+    def index_values(item: Tensor) -> Any:
+        if not tracer.depth:
+            tracer.bake(item)  # (a tensor from outside: the graph holds for its value only)
+            if tracer.computed(item):
+                raise TracingError(
+                    f"graph break: indexing with {tracer.last_op_of(item)} inside a traced "
+                    "function. The index's values decide which elements are read, and a graph "
+                    "would keep this call's choice for every input. Fix: use operations that "
+                    "take the index as a tensor: tg.where(mask, x, 0) or x.masked_fill(~mask, 0) "
+                    "for a mask, x.index_select(dim, idx) or x.gather(dim, idx) for positions.")
+        return saved_index_values(item)
 
     def guarded_bool(self: Tensor) -> bool:
         if not tracer.depth:
@@ -284,6 +297,7 @@ def _watching(tracer: Tracer) -> Iterator[None]:
     for name in writes.OUT_OF_PLACE:
         setattr(Tensor, name, writes.recording(tracer, name, saved[name]))
     functional._compare, functional._arg = compare, arg_reduce
+    indexing.index_values = index_values
     try:
         yield
     finally:
@@ -291,6 +305,7 @@ def _watching(tracer: Tracer) -> Iterator[None]:
         for name, method in saved.items():
             setattr(Tensor, name, method)
         functional._compare, functional._arg = saved_compare, saved_arg
+        indexing.index_values = saved_index_values
 
 
 def _prepared(a: Any, b: Any, op: str) -> tuple[Any, Any]:

@@ -69,7 +69,7 @@ def _host_item(t: Tensor, item: Any) -> Any:
         if item.dtype not in (dtypes.int64, dtypes.bool_):
             raise IndexError(f"tensors used as indices must be long or bool, not {item.dtype}. "
                              "Fix: convert them with .long()")
-        host = item._host()
+        host = index_values(item)
         return int(host) if host.ndim == 0 and host.dtype != np.bool_ else host  # t[tensor(1)] is t[1]
     if isinstance(item, range):  # x[range(3)] is x[[0, 1, 2]]
         item = list(item)
@@ -88,6 +88,12 @@ def _host_item(t: Tensor, item: Any) -> Any:
     kind = IndexError if isinstance(item, float) else TypeError  # (PyTorch's classes)
     raise kind(f"unsupported index {item!r}: use ints, slices, None, ..., "
                "integer or bool tensors (or lists of ints)")
+
+
+def index_values(item: Tensor) -> np.ndarray:
+    """An index tensor's values, read on the host. While tracing, ``tg.jit`` watches this
+    read: the values decide which elements are taken, so a graph cannot record them."""
+    return item._host()
 
 
 def _width(item: Any) -> int:

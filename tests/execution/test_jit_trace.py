@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -136,6 +137,33 @@ def test_graph_break_names_the_op_and_the_fix(method):
         tg.jit.trace(f, (tg.randn(3),))
     assert function_module.observer is None
     assert tg.randn(3).sum().item() is not None  # the methods are restored
+
+
+@pytest.mark.parametrize("index_of", [lambda x: x > 0, lambda x: (x > 0).long().cumsum(0) - 1],
+                         ids=["mask", "positions"])
+def test_indexing_with_a_computed_tensor_is_a_graph_break_not_a_baked_choice(index_of):
+    # x[mask] reads the mask's values on the host: a graph would keep this call's
+    # selection for every input, so compiling refuses instead of answering wrongly later
+    for run in (lambda f, x: tg.jit.trace(f, (x,)), lambda f, x: tg.compile(f)(x)):
+        with pytest.raises(TracingError, match=r"graph break: indexing with (Compare|Sub|Add)"
+                                               r".*Fix: use operations that take the index"):
+            run(lambda x: x[index_of(x)] * 2.0, tg.tensor([1.0, -1.0, 2.0]))
+    with pytest.raises(TracingError, match=r"indexing with input 'i'"):
+        tg.compile(lambda x, i: x[i])(tg.ones(3), tg.tensor([0, 2]))
+    assert function_module.observer is None
+    x = tg.tensor([1.0, -1.0, 2.0])
+    assert x[x > 0].tolist() == [1.0, 2.0]  # eager indexing is restored
+
+
+def test_indexing_with_a_captured_tensor_recompiles_when_it_changes():
+    idx = tg.tensor([2, 0])
+    compiled = tg.compile(lambda x: x[idx] * 2.0)
+    x = tg.tensor([1.0, -1.0, 5.0])
+    assert compiled(x).tolist() == [10.0, 2.0]
+    idx[0] = 1
+    assert compiled(x).tolist() == [-2.0, 2.0]
+    assert re.search(r"'idx' of \S*<lambda> unchanged in place \(its version\): was 0, now 1",
+                     compiled.explain())
 
 
 def test_in_place_write_is_recorded_and_a_write_into_an_input_is_a_graph_break():
