@@ -81,7 +81,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     axes = (0, *range(2, input.ndim))  # every dimension but the channels
     per_channel = (1, channels) + (1,) * (input.ndim - 2)  # broadcasts against the input
     if training:
-        with tg.no_grad():  # the backward of BatchNormTraining differentiates through them
+        with tg.no_grad():  # (BatchNormTraining's backward differentiates through these)
             mean = input.mean(dim=axes, keepdim=True)
             centered = input - mean  # (squared by a product: a power is many times slower)
             var = (centered * centered).mean(dim=axes, keepdim=True)  # biased, for normalising
@@ -93,7 +93,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                 running_var.mul_(1 - momentum).add_(unbiased * momentum)
         # one operation with its backward written out: a few passes over the input,
         # where the formula below would take a dozen backward steps
-        return BatchNormTraining.apply(input, mean, var, weight, bias, float(eps))
+        return BatchNormTraining.apply(input, centered, var, weight, bias, float(eps))
     mean, var = running_mean.reshape(per_channel), running_var.reshape(per_channel)
     out = (input - mean) / (var + eps).sqrt()
     if weight is not None:

@@ -23,50 +23,52 @@ from ..tensor import Tensor
 
 class BatchNormTraining(Function):
     """``(x - mean) / sqrt(var + eps) * weight + bias`` with ``mean`` and ``var`` the batch's
-    own per-channel statistics (of dimension 1; passed in, as the caller also needs them for
-    the running averages, and treated as functions of ``x`` by the backward)."""
+    own per-channel statistics (over every dimension but 1).
+
+    The caller computes them (it also needs them for the running averages) and
+    passes ``centered = x - mean`` and ``var``, so no pass over ``x`` is made twice;
+    the backward treats both as the functions of ``x`` they are.
+    """
 
     rule = ("y = x̂·w + b, x̂ = (x − mean) / std:  ∂/∂x = w/std · (g − Σg/m − x̂·Σ(g·x̂)/m), "
             "∂/∂w = Σ(g·x̂), ∂/∂b = Σg")
 
     @staticmethod
-    def forward(ctx: Context, x: Tensor, mean: Tensor, var: Tensor, weight: Tensor | None,
+    def forward(ctx: Context, x: Tensor, centered: Tensor, var: Tensor, weight: Tensor | None,
                 bias: Tensor | None, eps: float):
         backend = ctx.backend
-        per_channel = mean.shape  # (1, C, 1, ...): broadcasts against x
+        per_channel = var.shape  # (1, C, 1, ...): broadcasts against x
         inverse_std = backend.binary("div", 1.0, backend.unary("sqrt", backend.binary(
             "add", var._array, eps)))
-        normalised = backend.binary("sub", x._array, mean._array)
-        backend.binary_inplace("mul", normalised, inverse_std)
-        if weight is None:
-            out = backend.contiguous(normalised) if bias is None else backend.binary(
-                "add", normalised, backend.reshape(bias._array, per_channel))
-        else:
-            out = backend.binary("mul", normalised, backend.reshape(weight._array, per_channel))
-            if bias is not None:
-                backend.binary_inplace("add", out, backend.reshape(bias._array, per_channel))
-        ctx.normalised, ctx.inverse_std = normalised, inverse_std
-        ctx.weight = None if weight is None else backend.reshape(weight._array, per_channel)
+        # x̂·w + b = centered · (w/std) + b: two passes, the per-channel factor made first
+        scale = inverse_std if weight is None else backend.binary(
+            "mul", inverse_std, backend.reshape(weight._array, per_channel))
+        out = backend.binary("mul", centered._array, scale)
+        if bias is not None:
+            backend.binary_inplace("add", out, backend.reshape(bias._array, per_channel))
+        ctx.centered, ctx.inverse_std, ctx.scale = centered._array, inverse_std, scale
         return out
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
-        backend, g, normalised = ctx.backend, grad._array, ctx.normalised
+        backend, g, centered = ctx.backend, grad._array, ctx.centered
         axes = tuple(a for a in range(len(backend.shape(g))) if a != 1)
         channels = backend.shape(g)[1]
         count = math.prod(backend.shape(g)) // channels  # values per channel
         sum_g = backend.reduce("sum", g, axes, True)
-        sum_g_normalised = backend.reduce("sum", backend.binary("mul", g, normalised), axes, True)
+        # Σ(g·x̂) = Σ(g·centered) / std
+        sum_g_normalised = backend.binary("mul", backend.reduce(
+            "sum", backend.binary("mul", g, centered), axes, True), ctx.inverse_std)
         grads: list = [None] * 6
         needs_x, _, _, needs_weight, needs_bias = ctx.needs_input_grad[:5]
         if needs_x:
-            # scale · (g − Σg/m − x̂·Σ(g·x̂)/m), as g·scale + x̂·(−scale·Σ(g·x̂)/m) + (−scale·Σg/m)
-            scale = ctx.inverse_std if ctx.weight is None else backend.binary(
-                "mul", ctx.inverse_std, ctx.weight)
-            minus_scale_per_count = backend.binary("div", scale, -float(count))
-            dx = backend.binary("mul", g, scale)
-            backend.binary_inplace("add", dx, backend.binary(
-                "mul", normalised, backend.binary("mul", sum_g_normalised, minus_scale_per_count)))
+            # scale·(g − Σg/m − x̂·Σ(g·x̂)/m) with x̂ = centered/std, as three per-channel
+            # factors and three passes: g·scale + centered·a + b
+            minus_scale_per_count = backend.binary("div", ctx.scale, -float(count))
+            dx = backend.binary("mul", g, ctx.scale)
+            backend.binary_inplace("add", dx, backend.binary("mul", centered, backend.binary(
+                "mul", backend.binary("mul", sum_g_normalised, ctx.inverse_std),
+                minus_scale_per_count)))
             backend.binary_inplace("add", dx, backend.binary("mul", sum_g, minus_scale_per_count))
             grads[0] = dx
         if needs_weight:
@@ -74,4 +76,3 @@ class BatchNormTraining(Function):
         if needs_bias:
             grads[4] = backend.reshape(sum_g, (channels,))
         return tuple(None if a is None else Tensor._make(a, backend, grad.device) for a in grads)
-
