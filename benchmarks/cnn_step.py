@@ -11,6 +11,9 @@ from the same weights and see the same batch, take turns (several steps per
 timing) in one process on one thread each, and the median, minimum and maximum
 timings are reported with the ratio teachgrad / PyTorch. Target: at most 1.5x.
 
+With ``--clock cpu`` each timing is the CPU time of the calling thread instead
+of the wall clock: on a crowded machine it leaves out the waits for a core.
+
 The breakdown times each layer kind of the first block on its own input
 (forward alone, and forward + backward), so that a slow step can be traced to
 the layer that costs it.
@@ -21,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from common import (  # (first: it sets one thread per library before numpy loads)
-    compare, header, import_torch, parse_arguments, print_table, save, table_columns, table_row,
+    CLOCKS, compare, header, import_torch, parse_arguments, print_table, save, table_columns,
+    table_row,
 )
 
 import numpy as np  # noqa: E402
@@ -99,17 +103,21 @@ def layer_work(lib: Any, name: str, backward: bool) -> Callable[[], None]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    def layers_option(parser: Any) -> None:
+    def options(parser: Any) -> None:
         parser.add_argument("--no-layers", action="store_true", help="skip the per-layer breakdown")
+        parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                            help="time by the wall clock (default) or the thread's CPU time "
+                                 "(for a crowded machine: see CLOCKS in common.py)")
 
     args = parse_arguments(__doc__, argv, loops=3, repeats=21, quick=(2, 7), out="cnn_step.json",
-                           extra=layers_option)
+                           extra=options)
     torch = import_torch()
     run_header = header(torch)  # (before the timings: it records the load at the start)
     row = compare(step_for, torch, loops=args.loops, repeats=args.repeats, scale=1e3, unit="ms",
-                  target=TARGET)
+                  target=TARGET, clock=args.clock)
     print_table(f"one SGD-momentum training step, CNN {CHANNELS}, batch {BATCH} of "
-                f"{CHANNELS[0]}x{SIZE}x{SIZE}, milliseconds (median; min in the last three columns)",
+                f"{CHANNELS[0]}x{SIZE}x{SIZE}, milliseconds of {args.clock} time (median; min in "
+                "the last three columns)",
                 table_columns(TARGET), [table_row(row, "ms")])
     layers: dict[str, dict] = {}
     if not args.no_layers:
@@ -118,7 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
                 part = "forward+backward" if backward else "forward"
                 layers[f"{name} {part}"] = compare(
                     lambda lib: layer_work(lib, name, backward), torch, loops=args.loops * 2,
-                    repeats=args.repeats, scale=1e3, unit="ms", target=TARGET)
+                    repeats=args.repeats, scale=1e3, unit="ms", target=TARGET, clock=args.clock)
         print_table("each layer of the first block on its own, milliseconds (median; min in the "
                     "last three columns)", ["layer", *table_columns(TARGET)],
                     [[name, *table_row(r, "ms")] for name, r in layers.items()])
@@ -126,8 +134,8 @@ def main(argv: list[str] | None = None) -> dict:
               "channels": list(CHANNELS), "image": [CHANNELS[0], SIZE, SIZE],
               "step": "zero_grad, 2 x (Conv2d 3x3 pad 1, BatchNorm2d, ReLU, MaxPool2d 2), Flatten, "
                       "Linear, CrossEntropyLoss, backward, SGD(lr=0.01, momentum=0.9).step",
-              "loops": args.loops, "repeats": args.repeats, "target_ratio": TARGET,
-              "result": row, "layers": layers}
+              "loops": args.loops, "repeats": args.repeats, "clock": args.clock,
+              "target_ratio": TARGET, "result": row, "layers": layers}
     save(result, Path(args.out))
     return result
 

@@ -17,6 +17,9 @@ _cpu_backend: Backend | None = None
 
 
 def _make(name: str) -> Backend:
+    if name in _CPU_CHOICES:
+        from .host_memory import keep_freed_memory
+        keep_freed_memory()  # (once per process: see host_memory.py)
     if name == "numpy":
         from .numpy_backend import NumpyBackend
         return NumpyBackend()

@@ -61,3 +61,20 @@ def test_numba_exp_and_tanh_agree_with_numpy_on_edge_values(op, dtype):
     np.testing.assert_array_max_ulp(got, want, maxulp=2)
     assert np.array_equal(np.signbit(got), np.signbit(want))  # tanh(-0) is -0
     assert np.array_equal(np.isnan(got), np.isnan(want))
+
+
+def test_freed_host_memory_is_kept_for_reuse_where_glibc_allows():
+    import ctypes
+    import os
+    import subprocess
+    import sys
+
+    from teachgrad.backends import host_memory
+    script = ("import teachgrad as tg; tg.ones(2); "
+              "from teachgrad.backends import host_memory as h; print(h._done)")
+    ran = {value: subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                 env={**os.environ, "TEACHGRAD_KEEP_FREED_MEMORY": value},
+                                 check=True).stdout.strip() for value in ("1", "0")}
+    assert ran["0"] == "False"  # the switch leaves malloc alone
+    has_mallopt = host_memory._glibc() and hasattr(ctypes.CDLL(None), "mallopt")
+    assert ran["1"] == str(has_mallopt)
