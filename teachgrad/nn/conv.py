@@ -47,7 +47,7 @@ def _batched(name: str, input: Tensor) -> tuple[Tensor, bool]:
 
 def _windows(name: str, image: Tensor, kernel: Pair, stride: Pair, dilation: Pair,
              padding: tuple[Pair, Pair], pad_value: float, function: Any = Im2Col) -> tuple[Tensor, Pair]:
-    """``function`` (default: the ``(N, C*kh*kw, L)`` columns) of ``image``'s windows, and
+    """``function`` (default: the ``(N, C, kh*kw, L)`` columns) of ``image``'s windows, and
     the output size ``(out_h, out_w)``, after checking that a window fits."""
     out = tuple(output_size(size, k, s, d, before, after) for size, k, s, d, (before, after)
                 in zip(image.shape[2:], kernel, stride, dilation, padding))
@@ -116,7 +116,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     # on the way in or out (as PyTorch, which also runs one product per image).
     rows, positions = group_in * kh * kw, out_h * out_w
     if groups == 1:
-        out = tg.matmul(weight.reshape(out_channels, rows), columns)
+        out = tg.matmul(weight.reshape(out_channels, rows), columns.reshape(n, rows, positions))
     else:
         filters = weight.reshape(groups, out_channels // groups, rows)
         out = tg.matmul(filters, columns.reshape(n, groups, rows, positions))
@@ -169,8 +169,7 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                                                  ceil_mode)
     columns, out = _windows("avg_pool2d", image, kernel, stride_, dilation_,
                             tuple((p, p) for p in pad), 0.0)
-    n, c = image.shape[:2]
-    pooled = columns.reshape(n, c, -1, out[0] * out[1]).mean(dim=2).reshape(n, c, *out)
+    pooled = columns.mean(dim=2).reshape(*image.shape[:2], *out)
     return pooled.squeeze(0) if unbatched else pooled
 
 

@@ -59,12 +59,14 @@ def _out_size(image: Tensor, kernel: Pair, stride: Pair, dilation: Pair,
 
 
 class Im2Col(Function):
-    """``(N, C, H, W)`` image to ``(N, C*kh*kw, L)`` columns of its sliding windows.
+    """``(N, C, H, W)`` image to ``(N, C, kh*kw, L)`` columns of its sliding windows.
 
     ``padding`` is ``((top, bottom), (left, right))``; padded cells hold
-    ``pad_value`` (0 for a convolution). Row ``c*kh*kw + i*kw + j`` of image
-    ``n``'s matrix holds window element ``(i, j)`` of channel ``c`` at every
-    position: the order ``weight.reshape(O, C*kh*kw)`` multiplies.
+    ``pad_value`` (0 for a convolution). ``columns[n, c, i*kw + j]`` holds window
+    element ``(i, j)`` of channel ``c`` at every position, so
+    ``columns.reshape(N, C*kh*kw, L)`` (no copy) is each image's matrix in the
+    order ``weight.reshape(O, C*kh*kw)`` multiplies. (Saved graphs record this
+    4-D shape, so it stays.)
     """
 
     rule = ("columns[n, c·k, l] = padded[n, c, pos(k, l)]:  ∂/∂image = the gradient of each "
@@ -79,7 +81,7 @@ class Im2Col(Function):
         ctx.image_shape, ctx.kernel, ctx.stride, ctx.dilation = image.shape, kernel, stride, dilation
         ctx.out_size = out
         columns = ctx.backend.windows(padded, kernel, stride, dilation, out)
-        return ctx.backend.reshape(columns, (n, c * kernel[0] * kernel[1], out[0] * out[1]))
+        return ctx.backend.reshape(columns, (n, c, kernel[0] * kernel[1], out[0] * out[1]))
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
