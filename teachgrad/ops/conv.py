@@ -14,8 +14,6 @@ max-pooling needs no columns at all: the largest of ``kh * kw`` slices.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd.function import Context, Function
 from ..backends.windows import element_slice
 from ..tensor import Tensor
@@ -120,15 +118,14 @@ class MaxPool2d(Function):
         for element in elements[1:]:
             best = backend.binary("maximum", best, element)  # (numpy's maximum keeps NaN)
         if ctx._recording:  # which element won, for the backward (not the image: it may change)
-            ctx.winner = _winners(backend, elements, best)
+            ctx.winners = _winners(backend, elements, best)
         return best
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         backend = ctx.backend
-        winner = ctx.winner
-        pieces = [backend.where(backend.binary("eq", winner, k), grad._array, 0)
-                  for k in range(ctx.kernel[0] * ctx.kernel[1])]
+        # window element k of every window gets the gradient where it won (a bool mask: 0 or 1)
+        pieces = [backend.binary("mul", grad._array, won) for won in ctx.winners]
         summed = backend.add_windows(pieces, ctx.padded_shape, ctx.kernel, ctx.stride, ctx.dilation)
         image_grad = _unpadded(ctx, summed)
         return Tensor._make(image_grad, backend, grad.device), None, None, None, None, None
@@ -140,15 +137,25 @@ def _element(ctx: Context, k: int) -> tuple:
                          ctx.out_size)
 
 
-def _winners(backend, elements: list, best):
-    """For each window, the number ``k`` of its element that gave the maximum ``best``
-    (PyTorch's choice: the first largest; in a window with NaN, its last NaN)."""
-    winner = backend.full(backend.shape(best), len(elements) - 1, np.int32)
-    # from the last element back to the first, so the first that equals the maximum wins
-    for k in range(len(elements) - 2, -1, -1):
-        winner = backend.where(backend.binary("eq", elements[k], best), k, winner)
+def _winners(backend, elements: list, best) -> list:
+    """For each window element ``k``, a bool array: True where element ``k`` gave its window's
+    maximum ``best``, by PyTorch's rule (the first largest; in a window with NaN, its last NaN).
+
+    Bool arithmetic, one byte per value: ``a < b`` is "b and not a", ``maximum`` is "or".
+    """
+    taken = backend.binary("eq", elements[0], best)
+    winners = [taken]
+    for element in elements[1:]:  # equal to the maximum, and no earlier element was
+        won = backend.binary("lt", taken, backend.binary("eq", element, best))
+        winners.append(won)
+        taken = backend.binary("maximum", taken, won)
     if backend.dtype(best).kind == "f" and bool(backend.to_numpy(
             backend.reduce("max", backend.binary("ne", best, best), None, False))):
-        for k, element in enumerate(elements):  # NaN equals nothing: keep the last NaN met
-            winner = backend.where(backend.binary("ne", element, element), k, winner)
-    return winner
+        # NaN equals nothing, so its windows have no winner yet: give it to the last NaN
+        seen = None
+        for k in range(len(elements) - 1, -1, -1):
+            is_nan = backend.binary("ne", elements[k], elements[k])
+            last = is_nan if seen is None else backend.binary("lt", seen, is_nan)
+            winners[k] = backend.binary("maximum", winners[k], last)
+            seen = last if seen is None else backend.binary("maximum", seen, last)
+    return winners
