@@ -28,12 +28,18 @@ def output_size(size: int, kernel: int, stride: int, dilation: int, pad_before: 
     return (size + pad_before + pad_after - span) // stride + 1
 
 
-def _padded(ctx: Context, image: Tensor, padding: tuple[Pair, Pair], pad_value: float):
-    """``image``'s array inside a border of ``pad_value`` (itself when there is no border);
-    remembers on ``ctx`` where the image sits, for the backward to cut it out again."""
+def _padded(ctx: Context, image: Tensor, kernel: Pair, stride: Pair, dilation: Pair,
+            padding: tuple[Pair, Pair], pad_value: float):
+    """``image``'s array inside a border of ``pad_value`` (itself when there is no border).
+
+    Remembers on ``ctx`` the window settings, the output size, and where the image
+    sits in the padded one (for the backward to cut its gradient out again).
+    """
     backend = ctx.backend
     n, c, h, w = image.shape
     (top, bottom), (left, right) = padding
+    ctx.kernel, ctx.stride, ctx.dilation, ctx.image_shape = kernel, stride, dilation, image.shape
+    ctx.out_size = _out_size(image, kernel, stride, dilation, padding)
     ctx.padded_shape = (n, c, h + top + bottom, w + left + right)
     ctx.inside = (slice(None), slice(None), slice(top, top + h), slice(left, left + w))
     if ctx.padded_shape == tuple(image.shape):
@@ -74,10 +80,8 @@ class Im2Col(Function):
     def forward(ctx: Context, image: Tensor, kernel: Pair, stride: Pair, dilation: Pair,
                 padding: tuple[Pair, Pair], pad_value: float):
         n, c = image.shape[:2]
-        out = _out_size(image, kernel, stride, dilation, padding)
-        padded = _padded(ctx, image, padding, pad_value)
-        ctx.image_shape, ctx.kernel, ctx.stride, ctx.dilation = image.shape, kernel, stride, dilation
-        ctx.out_size = out
+        padded = _padded(ctx, image, kernel, stride, dilation, padding, pad_value)
+        out = ctx.out_size
         columns = ctx.backend.windows(padded, kernel, stride, dilation, out)
         return ctx.backend.reshape(columns, (n, c, kernel[0] * kernel[1], out[0] * out[1]))
 
@@ -107,10 +111,7 @@ class MaxPool2d(Function):
     def forward(ctx: Context, image: Tensor, kernel: Pair, stride: Pair, dilation: Pair,
                 padding: tuple[Pair, Pair], pad_value: float):
         backend = ctx.backend
-        out = _out_size(image, kernel, stride, dilation, padding)
-        padded = _padded(ctx, image, padding, pad_value)
-        ctx.image_shape, ctx.kernel, ctx.stride, ctx.dilation = image.shape, kernel, stride, dilation
-        ctx.out_size = out
+        padded = _padded(ctx, image, kernel, stride, dilation, padding, pad_value)
         # the elementwise maximum of the slices: kh*kw passes over output-sized arrays,
         # where the maximum of im2col's columns would first copy kh*kw outputs' worth
         elements = [backend.getitem(padded, _element(ctx, k)) for k in range(kernel[0] * kernel[1])]
