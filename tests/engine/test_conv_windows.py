@@ -209,3 +209,24 @@ def test_batch_norm_training_backward_matches_the_composed_formula(cpu_backend, 
 def _affine(tensors, affine):
     rest = iter(tensors[1:])
     return tuple(next(rest) if present else None for present in affine)
+
+
+def test_cuda_max_pool_and_batch_norm_agree_with_the_cpu_on_a_tiny_case():
+    """The same kernels through the cuda backend (the simulator here: tiny sizes)."""
+    x = np.array([[[[1.0, 2.0, 2.0], [0.0, 2.0, 1.0], [2.0, 0.0, 2.0]]]])  # ties everywhere
+    t = tg.tensor(x, device="cuda", requires_grad=True)
+    y = F.max_pool2d(t, 2, stride=1)
+    y.sum().backward()
+    values, grad = _max_pool_reference(x, (2, 2), (1, 1), (0, 0), (1, 1))
+    np.testing.assert_array_equal(y.detach().cpu().numpy(), values)
+    np.testing.assert_array_equal(t.grad.cpu().numpy(), grad)
+    b = rng.standard_normal((3, 2, 1, 2))
+    gb = rng.standard_normal(b.shape)
+    results = []
+    for device in ("cpu", "cuda"):
+        xb = tg.tensor(b, device=device, requires_grad=True)
+        out = F.batch_norm(xb, None, None, training=True)
+        out.backward(tg.tensor(gb, device=device))
+        results.append((out.detach().cpu().numpy(), xb.grad.cpu().numpy()))
+    for on_cpu, on_cuda in zip(*results):
+        np.testing.assert_allclose(on_cuda, on_cpu, rtol=1e-10, atol=1e-12)
