@@ -13,6 +13,7 @@ import platform
 import shlex
 import statistics
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -36,7 +37,13 @@ except ImportError:  # run from a checkout without installing teachgrad
     sys.path.insert(0, str(HERE.parent))
     import teachgrad
 
-from teachgrad.bench.harness import measure  # noqa: E402
+from teachgrad.bench.harness import HostTimer, measure  # noqa: E402
+
+#: The clocks a benchmark can time with: the wall clock, or the CPU time of the calling
+#: thread, which leaves out the time the thread waits while other programs hold the cores
+#: (on a crowded machine, a long call is preempted more often than a short one, which
+#: wall-clock ratios then overstate; each library computes in the calling thread here).
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 from teachgrad.bench.system import cpu_model  # noqa: E402
 
 
@@ -72,7 +79,7 @@ def header(torch: Any) -> dict:
 
 
 def seconds_per_call(works: dict[str, Callable[[], object]], loops: int, repeats: int,
-                     in_turns: bool = True) -> dict[str, dict[str, float]]:
+                     in_turns: bool = True, clock: str = "wall") -> dict[str, dict[str, float]]:
     """Median and minimum time of one call of each work.
 
     Each timing runs a work ``loops`` times. With ``in_turns`` the works take
@@ -91,15 +98,16 @@ def seconds_per_call(works: dict[str, Callable[[], object]], loops: int, repeats
         return run
 
     times: dict[str, list[float]] = {name: [] for name in works}
+    timer = HostTimer(CLOCKS[clock])
     if in_turns:
         for name, work in works.items():  # warm-up (and first calls) outside the timings
-            measure(batch(work), warmup=1, repeats=1)
+            measure(batch(work), timer, warmup=1, repeats=1)
         for _ in range(repeats):
             for name, work in works.items():
-                times[name].extend(measure(batch(work), warmup=0, repeats=1).times_s)
+                times[name].extend(measure(batch(work), timer, warmup=0, repeats=1).times_s)
     else:
         for name, work in works.items():
-            times[name] = measure(batch(work), warmup=2, repeats=repeats).times_s
+            times[name] = measure(batch(work), timer, warmup=2, repeats=repeats).times_s
     return {name: {"median": statistics.median(t) / loops, "min": min(t) / loops,
                    "max": max(t) / loops} for name, t in times.items()}
 
@@ -110,7 +118,7 @@ def ratio(ours: float, theirs: float | None) -> float | None:
 
 def compare(make_work: Callable[[Any], Callable[[], object]], torch: Any, *, loops: int,
             repeats: int, scale: float, unit: str, target: float,
-            in_turns: bool = True) -> dict[str, Any]:
+            in_turns: bool = True, clock: str = "wall") -> dict[str, Any]:
     """Time ``make_work(teachgrad)`` and, when PyTorch is there, ``make_work(torch)``.
 
     Returns one row: ``teachgrad_<unit>_median``/``_min``/``_max`` (seconds per
@@ -121,7 +129,7 @@ def compare(make_work: Callable[[Any], Callable[[], object]], torch: Any, *, loo
     works = {"teachgrad": make_work(teachgrad)}
     if torch is not None:
         works["torch"] = make_work(torch)
-    seconds = seconds_per_call(works, loops, repeats, in_turns=in_turns)
+    seconds = seconds_per_call(works, loops, repeats, in_turns=in_turns, clock=clock)
     row: dict[str, Any] = {}
     for stat in ("median", "min", "max"):
         ours = seconds["teachgrad"][stat] * scale

@@ -190,6 +190,41 @@ class Backend(ABC):
             order = np.argsort(host, axis=axis, kind="stable")
         values = np.take_along_axis(host, order, axis)
         return self.from_numpy(values), self.from_numpy(order.astype(np.int64))
+    # -- sliding windows (convolution and pooling) -----------------------------
+    def windows(self, padded: Array, kernel: tuple[int, int], stride: tuple[int, int],
+                dilation: tuple[int, int], out: tuple[int, int]) -> Array:
+        """Every window of the ``(N, C, Hp, Wp)`` image ``padded``, as a new contiguous
+        ``(N, C, kh, kw, out_h, out_w)`` array (im2col): element ``[n, c, i, j, p, q]`` is
+        ``padded[n, c, p * sh + i * dh, q * sw + j * dw]``.
+
+        This default is one gather with a table of flat positions, which every backend
+        can run; a backend with strided views reads the windows without the table.
+        """
+        from .windows import window_positions
+
+        n, c, hp, wp = self.shape(padded)
+        table = window_positions((hp, wp), kernel, stride, dilation, out)
+        flat = self.reshape(padded, (n, c, hp * wp))
+        columns = self.getitem(flat, (slice(None), slice(None), self.from_numpy(table)))
+        return self.reshape(columns, (n, c) + tuple(kernel) + tuple(out))
+
+    def add_windows(self, pieces: Sequence[Array], padded_shape: tuple[int, ...],
+                    kernel: tuple[int, int], stride: tuple[int, int],
+                    dilation: tuple[int, int]) -> Array:
+        """The way back from :meth:`windows` (col2im): a zero array of ``padded_shape`` with
+        ``pieces[i * kw + j]`` (``(N, C, out_h, out_w)`` each) added at window element
+        ``(i, j)`` of every window. A pixel inside several windows collects them all.
+
+        One whole-array addition per window element, never one per pixel.
+        """
+        from .windows import element_slice
+
+        out = tuple(self.shape(pieces[0])[2:])
+        summed = self.zeros(tuple(padded_shape), self.dtype(pieces[0]))
+        for k, piece in enumerate(pieces):
+            where = element_slice(k // kernel[1], k % kernel[1], stride, dilation, out)
+            self.setitem(summed, where, self.binary("add", self.getitem(summed, where), piece))
+        return summed
 
     # -- helpers shared by every backend --------------------------------------
     def binary_inplace(self, op: str, x: Array, other: Array | Scalar) -> None:

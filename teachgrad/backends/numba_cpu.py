@@ -17,7 +17,8 @@ What is hand-written, and what is not:
 * **elementwise** (``unary``, ``binary``, ``where``): one ``prange`` loop over
   the output; each input is read through its strides, so broadcast and
   transposed inputs are read in place (the same idea as
-  :mod:`teachgrad.kernels.strided`).
+  :mod:`teachgrad.kernels.strided`). Except ``exp`` and ``tanh`` of floats,
+  which run numpy's SIMD loops (:data:`_NUMPY_SIMD` says why).
 * **reductions** (``sum``, ``max``, ``min``): the reduced axes are moved last,
   then rows, or pieces of long rows, are folded in parallel.
 * **matmul**: three versions in :mod:`teachgrad.backends.numba_matmul`.
@@ -54,6 +55,14 @@ from .numpy_backend import NumpyBackend
 _INTEGER_UNARY = {"neg", "abs", "relu", "sign", "step"}
 
 
+#: Operations whose float loops are numpy's, not numba's. numba compiles ``math.exp`` and
+#: ``math.tanh`` to one call of the C library's scalar function per element (it has no
+#: vector versions of them without Intel's SVML), 5 to 40 times slower than numpy, which
+#: ships its own SIMD loops for both (several elements per instruction, within an ulp or
+#: two of the correctly rounded value). Same bits as the numpy backend, at its speed.
+_NUMPY_SIMD = frozenset(("exp", "tanh"))
+
+
 def _loops_handle(*arrays) -> bool:
     """Whether every array operand has a dtype the hand-written loops cover."""
     return all(np.dtype(x.dtype) in LOOP_DTYPES for x in arrays if isinstance(x, np.ndarray))
@@ -75,6 +84,8 @@ class NumbaCPUBackend(NumpyBackend):
     matmul_kernel = "blocked"
 
     def unary(self, op: str, x: Array) -> Array:
+        if op in _NUMPY_SIMD and type(x) is np.ndarray and x.dtype in numba_flat.FLAT_DTYPES:
+            return super().unary(op, x)  # numpy's SIMD loop (see _NUMPY_SIMD)
         out = numba_flat.unary(op, x)
         if out is not None:
             return out

@@ -259,3 +259,27 @@ class NumpyBackend(Backend):
 
     def setitem(self, x, index, value):
         x[index] = value
+
+    # -- sliding windows: strided views instead of the gather table -------------
+    def windows(self, padded, kernel, stride, dilation, out):
+        # sliding_window_view reads every window of the image without copying:
+        # (N, C, Hp - span_h + 1, Wp - span_w + 1, span_h, span_w). Every stride-th
+        # position and every dilation-th element of a window are again views. The one
+        # copy puts the window's axes first, (N, C, kh, kw, out_h, out_w): the rows of
+        # the matrix the convolution's matmul reads, each row a run of positions in
+        # memory (a gather with a table would be slower, and give an order the matmul
+        # then copies once more).
+        spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+        view = np.lib.stride_tricks.sliding_window_view(padded, spans, axis=(2, 3))
+        view = view[:, :, ::stride[0], ::stride[1], ::dilation[0], ::dilation[1]]
+        return np.ascontiguousarray(view.transpose(0, 1, 4, 5, 2, 3))
+
+    def add_windows(self, pieces, padded_shape, kernel, stride, dilation):
+        from .windows import element_slice
+
+        out = pieces[0].shape[2:]
+        summed = np.zeros(padded_shape, dtype=pieces[0].dtype)
+        for k, piece in enumerate(pieces):
+            # a strided view of ``summed``: += adds in place, with no temporary array
+            summed[element_slice(k // kernel[1], k % kernel[1], stride, dilation, out)] += piece
+        return summed

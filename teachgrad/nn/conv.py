@@ -1,12 +1,14 @@
 """Convolution and pooling over images: ``Conv2d``, ``MaxPool2d``, ``AvgPool2d``.
 
-All three read the image through the same ``im2col`` operation
-(:mod:`teachgrad.ops.conv`), which copies every sliding window out as a column:
+All three read the image's sliding windows (:mod:`teachgrad.ops.conv`):
 
-* a convolution is then one ``tg.matmul`` of the filters with the columns, the
-  same matrix product (and, on ``cuda``, the same tiled kernel) the GPU chapter
-  builds;
-* max-pooling is the maximum of each column, average-pooling its mean.
+* a convolution copies every window out as a column (``im2col``, through
+  strided views) and is then one ``tg.matmul`` of the filters with the columns,
+  the same matrix product (and, on ``cuda``, the same tiled kernel) the GPU
+  chapter builds;
+* average-pooling is the mean of each column; max-pooling needs no columns: it
+  is the elementwise maximum of the ``kh * kw`` strided slices that hold one
+  element of every window.
 
 Images are ``(N, C, H, W)`` (or ``(C, H, W)`` for one image), as in PyTorch.
 """
@@ -17,6 +19,7 @@ from typing import Any
 
 import teachgrad as tg
 from teachgrad.ops.conv import Im2Col, output_size
+from teachgrad.ops.conv import MaxPool2d as MaxPool2dFunction
 from teachgrad.tensor import Tensor
 
 from . import init
@@ -43,8 +46,9 @@ def _batched(name: str, input: Tensor) -> tuple[Tensor, bool]:
 
 
 def _windows(name: str, image: Tensor, kernel: Pair, stride: Pair, dilation: Pair,
-             padding: tuple[Pair, Pair], pad_value: float) -> tuple[Tensor, Pair]:
-    """The ``(N, C, kh*kw, L)`` columns of ``image`` and the output size ``(out_h, out_w)``."""
+             padding: tuple[Pair, Pair], pad_value: float, function: Any = Im2Col) -> tuple[Tensor, Pair]:
+    """``function`` (default: the ``(N, C, kh*kw, L)`` columns) of ``image``'s windows, and
+    the output size ``(out_h, out_w)``, after checking that a window fits."""
     out = tuple(output_size(size, k, s, d, before, after) for size, k, s, d, (before, after)
                 in zip(image.shape[2:], kernel, stride, dilation, padding))
     if min(out) < 1:
@@ -54,7 +58,7 @@ def _windows(name: str, image: Tensor, kernel: Pair, stride: Pair, dilation: Pai
             f"the kernel {list(kernel)} with dilation {list(dilation)}. Fix: use a smaller "
             "kernel, more padding, or a larger input."
         )
-    return Im2Col.apply(image, kernel, stride, dilation, padding, pad_value), out
+    return function.apply(image, kernel, stride, dilation, padding, pad_value), out
 
 
 def _conv_padding(padding: Any, kernel: Pair, stride: Pair, dilation: Pair) -> tuple[Pair, Pair]:
@@ -106,17 +110,16 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     stride_, dilation_ = pair(stride, "stride", 1), pair(dilation, "dilation", 1)
     pads = _conv_padding(padding, (kh, kw), stride_, dilation_)
     columns, (out_h, out_w) = _windows("conv2d", image, (kh, kw), stride_, dilation_, pads, 0.0)
-    # One matrix of columns per group, every image's windows side by side:
-    # (N, C, kh*kw, L) -> (groups, C/groups * kh*kw, N * L), so each group is one large
-    # matrix product (fast on every backend) rather than N small ones.
+    # Each image's columns are a (C*kh*kw, L) matrix; per group, the filters flattened
+    # to (out/groups, C/groups*kh*kw) multiply it. A batched matmul over the images gives
+    # (N, out_channels, L) directly: the output's own memory order, so nothing is copied
+    # on the way in or out (as PyTorch, which also runs one product per image).
     rows, positions = group_in * kh * kw, out_h * out_w
-    columns = columns.reshape(n, groups, rows, positions).permute(1, 2, 0, 3)
-    columns = columns.reshape(groups, rows, n * positions)
-    filters = weight.reshape(groups, out_channels // groups, rows)
-    if groups == 1:  # a plain 2-D product
-        columns, filters = columns.squeeze(0), filters.squeeze(0)
-    out = tg.matmul(filters, columns)  # (groups,) out/groups x N*L
-    out = out.reshape(out_channels, n, positions).permute(1, 0, 2)
+    if groups == 1:
+        out = tg.matmul(weight.reshape(out_channels, rows), columns.reshape(n, rows, positions))
+    else:
+        filters = weight.reshape(groups, out_channels // groups, rows)
+        out = tg.matmul(filters, columns.reshape(n, groups, rows, positions))
     out = out.reshape(n, out_channels, out_h, out_w)
     if bias is not None:
         out = out + bias.reshape(1, out_channels, 1, 1)
@@ -150,9 +153,8 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     kernel, stride_, pad, dilation_ = _pool_args("max_pool2d", kernel_size, stride, padding,
                                                  dilation, ceil_mode)
     lowest = -math.inf if image.dtype.is_floating_point else int(-(2**63))
-    columns, out = _windows("max_pool2d", image, kernel, stride_, dilation_,
-                            tuple((p, p) for p in pad), lowest)
-    pooled = columns.max(dim=2).values.reshape(*image.shape[:2], *out)
+    pooled, _ = _windows("max_pool2d", image, kernel, stride_, dilation_,
+                         tuple((p, p) for p in pad), lowest, MaxPool2dFunction)
     return pooled.squeeze(0) if unbatched else pooled
 
 

@@ -10,14 +10,17 @@ over:
 * layer norm: over the last dimensions of each sample, the same in training
   and evaluation (so no running statistics).
 
-Both are written with ordinary tensor operations (mean, subtract, square,
-sqrt): autograd differentiates them, no backward of their own is needed.
+Layer norm and batch norm in evaluation are written with ordinary tensor
+operations (mean, subtract, square, sqrt): autograd differentiates them. Batch
+norm in training is one operation with its backward written out
+(:mod:`teachgrad.ops.batch_norm`), which needs far fewer passes over the input.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 import teachgrad as tg
+from teachgrad.ops.batch_norm import BatchNormTraining
 from teachgrad.tensor import Tensor
 
 from .arguments import check_like
@@ -78,16 +81,20 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     axes = (0, *range(2, input.ndim))  # every dimension but the channels
     per_channel = (1, channels) + (1,) * (input.ndim - 2)  # broadcasts against the input
     if training:
-        mean = input.mean(dim=axes, keepdim=True)
-        var = ((input - mean) ** 2).mean(dim=axes, keepdim=True)  # biased, as for normalising
+        with tg.no_grad():  # (BatchNormTraining's backward differentiates through these)
+            mean = input.mean(dim=axes, keepdim=True)
+            centered = input - mean  # (squared by a product: a power is many times slower)
+            var = (centered * centered).mean(dim=axes, keepdim=True)  # biased, for normalising
         if running_mean is not None and running_var is not None:
             count = input.numel() // channels
             with tg.no_grad():
                 running_mean.mul_(1 - momentum).add_(mean.reshape(channels) * momentum)
                 unbiased = var.reshape(channels) * (count / (count - 1))
                 running_var.mul_(1 - momentum).add_(unbiased * momentum)
-    else:
-        mean, var = running_mean.reshape(per_channel), running_var.reshape(per_channel)
+        # one operation with its backward written out: a few passes over the input,
+        # where the formula below would take a dozen backward steps
+        return BatchNormTraining.apply(input, centered, var, weight, bias, float(eps))
+    mean, var = running_mean.reshape(per_channel), running_var.reshape(per_channel)
     out = (input - mean) / (var + eps).sqrt()
     if weight is not None:
         out = out * weight.reshape(per_channel)

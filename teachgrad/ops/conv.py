@@ -1,23 +1,21 @@
-"""``im2col``: cut every sliding window of an image out into a column.
+"""``im2col`` and max-pooling: functions of the sliding windows of an image.
 
 A 2-D convolution slides a ``kh x kw`` window over the (padded) image. If
 every window is copied out as one column, the convolution of all windows with
 all filters is a single matrix product ``weight (O, C*kh*kw) @ columns
 (C*kh*kw, L)``, with ``L`` the number of window positions: the matmul the GPU
-chapter builds does the real work. Max-pooling reads the same columns and
-takes their maximum.
+chapter builds does the real work.
 
-The copy is one gather with a precomputed table of flat positions (which
-padded pixel lands in which row and column), so it runs unchanged on every
-backend. Its backward ("col2im") adds each column's gradient back to the
-pixel it came from: a pixel that sits in several windows collects the
-gradient of each.
+Element ``(i, j)`` of every window, over all window positions at once, is one
+strided slice of the padded image (:mod:`teachgrad.backends.windows`). So the
+columns are read through strided views (no table of positions on the CPU), the
+backward ("col2im") adds the gradient back one slice per window element, and
+max-pooling needs no columns at all: the largest of ``kh * kw`` slices.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd.function import Context, Function
+from ..backends.windows import element_slice
 from ..tensor import Tensor
 
 Pair = tuple[int, int]
@@ -30,65 +28,135 @@ def output_size(size: int, kernel: int, stride: int, dilation: int, pad_before: 
     return (size + pad_before + pad_after - span) // stride + 1
 
 
-def window_positions(padded: Pair, kernel: Pair, stride: Pair, dilation: Pair,
-                     out: Pair) -> np.ndarray:
-    """The flat position in the padded ``(Hp, Wp)`` image of window element ``k`` at
-    output position ``l``: an int64 table of shape ``(kh * kw, out_h * out_w)``."""
-    (kh, kw), (oh, ow), width = kernel, out, padded[1]
-    # row of each window element inside the window, and of each window's top-left corner
-    element_row = np.repeat(np.arange(kh) * dilation[0], kw)
-    element_col = np.tile(np.arange(kw) * dilation[1], kh)
-    corner_row = np.repeat(np.arange(oh) * stride[0], ow)
-    corner_col = np.tile(np.arange(ow) * stride[1], oh)
-    rows = element_row[:, None] + corner_row[None, :]
-    cols = element_col[:, None] + corner_col[None, :]
-    return (rows * width + cols).astype(np.int64)
+def _padded(ctx: Context, image: Tensor, kernel: Pair, stride: Pair, dilation: Pair,
+            padding: tuple[Pair, Pair], pad_value: float):
+    """``image``'s array inside a border of ``pad_value`` (itself when there is no border).
+
+    Remembers on ``ctx`` the window settings, the output size, and where the image
+    sits in the padded one (for the backward to cut its gradient out again).
+    """
+    backend = ctx.backend
+    n, c, h, w = image.shape
+    (top, bottom), (left, right) = padding
+    ctx.kernel, ctx.stride, ctx.dilation, ctx.image_shape = kernel, stride, dilation, image.shape
+    ctx.out_size = _out_size(image, kernel, stride, dilation, padding)
+    ctx.padded_shape = (n, c, h + top + bottom, w + left + right)
+    ctx.inside = (slice(None), slice(None), slice(top, top + h), slice(left, left + w))
+    if ctx.padded_shape == tuple(image.shape):
+        return image._array
+    padded = backend.full(ctx.padded_shape, pad_value, image.dtype.numpy)
+    backend.setitem(padded, ctx.inside, image._array)
+    return padded
+
+
+def _unpadded(ctx: Context, summed) -> object:
+    """The image's part of a gradient with respect to the padded image."""
+    if ctx.padded_shape == tuple(ctx.image_shape):
+        return summed
+    return ctx.backend.contiguous(ctx.backend.getitem(summed, ctx.inside))
+
+
+def _out_size(image: Tensor, kernel: Pair, stride: Pair, dilation: Pair,
+              padding: tuple[Pair, Pair]) -> Pair:
+    return tuple(output_size(size, k, s, d, before, after) for size, k, s, d, (before, after)
+                 in zip(image.shape[2:], kernel, stride, dilation, padding))
 
 
 class Im2Col(Function):
     """``(N, C, H, W)`` image to ``(N, C, kh*kw, L)`` columns of its sliding windows.
 
     ``padding`` is ``((top, bottom), (left, right))``; padded cells hold
-    ``pad_value`` (0 for a convolution, -inf for max-pooling).
+    ``pad_value`` (0 for a convolution). ``columns[n, c, i*kw + j]`` holds window
+    element ``(i, j)`` of channel ``c`` at every position, so
+    ``columns.reshape(N, C*kh*kw, L)`` (no copy) is each image's matrix in the
+    order ``weight.reshape(O, C*kh*kw)`` multiplies. (Saved graphs record this
+    4-D shape, so it stays.)
     """
 
-    rule = ("columns[n, c, k, l] = padded[n, c, pos[k, l]]:  ∂/∂image = the gradient of each "
-            "column scattered back to its pixel (a pixel in several windows sums them)")
+    rule = ("columns[n, c·k, l] = padded[n, c, pos(k, l)]:  ∂/∂image = the gradient of each "
+            "column added back to its pixel (a pixel in several windows sums them)")
+
+    @staticmethod
+    def forward(ctx: Context, image: Tensor, kernel: Pair, stride: Pair, dilation: Pair,
+                padding: tuple[Pair, Pair], pad_value: float):
+        n, c = image.shape[:2]
+        padded = _padded(ctx, image, kernel, stride, dilation, padding, pad_value)
+        out = ctx.out_size
+        columns = ctx.backend.windows(padded, kernel, stride, dilation, out)
+        return ctx.backend.reshape(columns, (n, c, kernel[0] * kernel[1], out[0] * out[1]))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        backend, (kh, kw) = ctx.backend, ctx.kernel
+        n, c = ctx.padded_shape[:2]
+        per_element = backend.reshape(grad._array, (n, c, kh * kw) + ctx.out_size)
+        pieces = [backend.getitem(per_element, (slice(None), slice(None), k))
+                  for k in range(kh * kw)]
+        summed = backend.add_windows(pieces, ctx.padded_shape, ctx.kernel, ctx.stride, ctx.dilation)
+        image_grad = _unpadded(ctx, summed)
+        return Tensor._make(image_grad, backend, grad.device), None, None, None, None, None
+
+
+class MaxPool2d(Function):
+    """The largest value of each window, read as ``kh * kw`` strided slices (no columns).
+
+    The gradient goes to the element that gave the maximum, chosen as PyTorch
+    does: the first largest in the window (row by row), and where a window holds
+    NaN, its last NaN.
+    """
+
+    rule = "y = max over the window:  ∂y/∂x = 1 for the element that gave the maximum, else 0"
 
     @staticmethod
     def forward(ctx: Context, image: Tensor, kernel: Pair, stride: Pair, dilation: Pair,
                 padding: tuple[Pair, Pair], pad_value: float):
         backend = ctx.backend
-        n, c, h, w = image.shape
-        (top, bottom), (left, right) = padding
-        padded_shape = (h + top + bottom, w + left + right)
-        out = tuple(output_size(size, k, s, d, before, after) for size, k, s, d, (before, after)
-                    in zip((h, w), kernel, stride, dilation, padding))
-        table = window_positions(padded_shape, kernel, stride, dilation, out)
-        padded = backend.full((n, c) + padded_shape, pad_value, image.dtype.numpy)
-        inside = (slice(None), slice(None), slice(top, top + h), slice(left, left + w))
-        backend.setitem(padded, inside, image._array)
-        flat = backend.reshape(padded, (n, c, padded_shape[0] * padded_shape[1]))
-        index = (slice(None), slice(None), backend.from_numpy(table))
-        ctx.shape, ctx.dtype = (n, c) + padded_shape, image.dtype.numpy
-        ctx.kernel, ctx.stride, ctx.dilation, ctx.out, ctx.inside = kernel, stride, dilation, out, inside
-        return backend.getitem(flat, index)
+        padded = _padded(ctx, image, kernel, stride, dilation, padding, pad_value)
+        # the elementwise maximum of the slices: kh*kw passes over output-sized arrays,
+        # where the maximum of im2col's columns would first copy kh*kw outputs' worth
+        elements = [backend.getitem(padded, _element(ctx, k)) for k in range(kernel[0] * kernel[1])]
+        best = backend.contiguous(elements[0])
+        for element in elements[1:]:
+            best = backend.binary("maximum", best, element)  # (numpy's maximum keeps NaN)
+        if ctx._recording:  # which element won, for the backward (not the image: it may change)
+            ctx.winners = _winners(backend, elements, best)
+        return best
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
-        # col2im: window element (i, j) of every window is one strided slice of the padded
-        # image, so add the gradient back one slice at a time (kh * kw whole-array additions,
-        # where a scatter-add of every element would be far slower on the CPU).
         backend = ctx.backend
-        (n, c), (kh, kw), (oh, ow) = ctx.shape[:2], ctx.kernel, ctx.out
-        per_element = backend.reshape(grad._array, (n, c, kh * kw, oh, ow))
-        summed = backend.zeros(ctx.shape, ctx.dtype)
-        for k in range(kh * kw):
-            top, left = (k // kw) * ctx.dilation[0], (k % kw) * ctx.dilation[1]
-            rows = slice(top, top + ctx.stride[0] * (oh - 1) + 1, ctx.stride[0])
-            cols = slice(left, left + ctx.stride[1] * (ow - 1) + 1, ctx.stride[1])
-            where = (slice(None), slice(None), rows, cols)
-            piece = backend.getitem(per_element, (slice(None), slice(None), k))
-            backend.setitem(summed, where, backend.binary("add", backend.getitem(summed, where), piece))
-        image_grad = backend.contiguous(backend.getitem(summed, ctx.inside))
+        # window element k of every window gets the gradient where it won (a bool mask: 0 or 1)
+        pieces = [backend.binary("mul", grad._array, won) for won in ctx.winners]
+        summed = backend.add_windows(pieces, ctx.padded_shape, ctx.kernel, ctx.stride, ctx.dilation)
+        image_grad = _unpadded(ctx, summed)
         return Tensor._make(image_grad, backend, grad.device), None, None, None, None, None
+
+
+def _element(ctx: Context, k: int) -> tuple:
+    """The slice of the padded image holding window element ``k`` (row by row) of every window."""
+    return element_slice(k // ctx.kernel[1], k % ctx.kernel[1], ctx.stride, ctx.dilation,
+                         ctx.out_size)
+
+
+def _winners(backend, elements: list, best) -> list:
+    """For each window element ``k``, a bool array: True where element ``k`` gave its window's
+    maximum ``best``, by PyTorch's rule (the first largest; in a window with NaN, its last NaN).
+
+    Bool arithmetic, one byte per value: ``a < b`` is "b and not a", ``maximum`` is "or".
+    """
+    taken = backend.binary("eq", elements[0], best)
+    winners = [taken]
+    for element in elements[1:]:  # equal to the maximum, and no earlier element was
+        won = backend.binary("lt", taken, backend.binary("eq", element, best))
+        winners.append(won)
+        taken = backend.binary("maximum", taken, won)
+    if backend.dtype(best).kind == "f" and bool(backend.to_numpy(
+            backend.reduce("max", backend.binary("ne", best, best), None, False))):
+        # NaN equals nothing, so its windows have no winner yet: give it to the last NaN
+        seen = None
+        for k in range(len(elements) - 1, -1, -1):
+            is_nan = backend.binary("ne", elements[k], elements[k])
+            last = is_nan if seen is None else backend.binary("lt", seen, is_nan)
+            winners[k] = backend.binary("maximum", winners[k], last)
+            seen = last if seen is None else backend.binary("maximum", seen, last)
+    return winners

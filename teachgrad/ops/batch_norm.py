@@ -1,0 +1,78 @@
+"""Batch norm in training, as one operation with its backward written out.
+
+Written with ordinary tensor operations (subtract the mean, divide by the
+standard deviation, scale, shift), batch norm's backward is a chain of a dozen
+backward steps, each a pass over the whole activation. Differentiating the
+formula by hand gives the same gradient in a few passes: with ``x̂`` the
+normalised input, ``g`` the incoming gradient, ``m`` the number of values per
+channel and sums taken per channel,
+
+    ∂L/∂x = weight / std · (g − Σg / m − x̂ · Σ(g·x̂) / m)
+    ∂L/∂weight = Σ(g·x̂),   ∂L/∂bias = Σg
+
+(the two sums are where the mean and the variance, which depend on every
+``x``, send their share of the gradient back).
+"""
+from __future__ import annotations
+
+import math
+
+from ..autograd.function import Context, Function
+from ..tensor import Tensor
+
+
+class BatchNormTraining(Function):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` with ``mean`` and ``var`` the batch's
+    own per-channel statistics (over every dimension but 1).
+
+    The caller computes them (it also needs them for the running averages) and
+    passes ``centered = x - mean`` and ``var``, so no pass over ``x`` is made twice;
+    the backward treats both as the functions of ``x`` they are.
+    """
+
+    rule = ("y = x̂·w + b, x̂ = (x − mean) / std:  ∂/∂x = w/std · (g − Σg/m − x̂·Σ(g·x̂)/m), "
+            "∂/∂w = Σ(g·x̂), ∂/∂b = Σg")
+
+    @staticmethod
+    def forward(ctx: Context, x: Tensor, centered: Tensor, var: Tensor, weight: Tensor | None,
+                bias: Tensor | None, eps: float):
+        backend = ctx.backend
+        per_channel = var.shape  # (1, C, 1, ...): broadcasts against x
+        inverse_std = backend.binary("div", 1.0, backend.unary("sqrt", backend.binary(
+            "add", var._array, eps)))
+        # x̂·w + b = centered · (w/std) + b: two passes, the per-channel factor made first
+        scale = inverse_std if weight is None else backend.binary(
+            "mul", inverse_std, backend.reshape(weight._array, per_channel))
+        out = backend.binary("mul", centered._array, scale)
+        if bias is not None:
+            backend.binary_inplace("add", out, backend.reshape(bias._array, per_channel))
+        ctx.centered, ctx.inverse_std, ctx.scale = centered._array, inverse_std, scale
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        backend, g, centered = ctx.backend, grad._array, ctx.centered
+        axes = tuple(a for a in range(len(backend.shape(g))) if a != 1)
+        channels = backend.shape(g)[1]
+        count = math.prod(backend.shape(g)) // channels  # values per channel
+        sum_g = backend.reduce("sum", g, axes, True)
+        # Σ(g·x̂) = Σ(g·centered) / std
+        sum_g_normalised = backend.binary("mul", backend.reduce(
+            "sum", backend.binary("mul", g, centered), axes, True), ctx.inverse_std)
+        grads: list = [None] * 6
+        needs_x, _, _, needs_weight, needs_bias = ctx.needs_input_grad[:5]
+        if needs_x:
+            # scale·(g − Σg/m − x̂·Σ(g·x̂)/m) with x̂ = centered/std, as three per-channel
+            # factors and three passes: g·scale + centered·a + b
+            minus_scale_per_count = backend.binary("div", ctx.scale, -float(count))
+            dx = backend.binary("mul", g, ctx.scale)
+            backend.binary_inplace("add", dx, backend.binary("mul", centered, backend.binary(
+                "mul", backend.binary("mul", sum_g_normalised, ctx.inverse_std),
+                minus_scale_per_count)))
+            backend.binary_inplace("add", dx, backend.binary("mul", sum_g, minus_scale_per_count))
+            grads[0] = dx
+        if needs_weight:
+            grads[3] = backend.reshape(sum_g_normalised, (channels,))
+        if needs_bias:
+            grads[4] = backend.reshape(sum_g, (channels,))
+        return tuple(None if a is None else Tensor._make(a, backend, grad.device) for a in grads)
