@@ -202,6 +202,6 @@ def custom_function_and_fgsm(torch: Any) -> dict:
         finals.append(final_pred.item())
         changed.append(init_pred.item() != final_pred.item())
         adv_ex = perturbed_data.squeeze().detach().cpu().numpy()
-    return {"coefficients": [a.item(), b.item(), c.item(), d.item()], "fit_line_length": len(fit),
+    return {"coefficients": [a.item(), b.item(), c.item(), d.item()], "fit_line_prefix": fit[:12],
             "final_predictions": finals, "changed": changed, "adv_shape": list(adv_ex.shape),
             "adv_min": float(adv_ex.min()), "adv_max": float(adv_ex.max())}
