@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import differential_nn
 import differential_ops
+import differential_ops_math
 from differential_cases import Case
 
 
 def all_cases() -> list[Case]:
     """Every case, from the tables in ``differential_ops.py`` and ``differential_nn.py``."""
     found = list(differential_ops.CASES) + list(differential_nn.CASES)
+    found += list(differential_ops_math.CASES)
     names = [c.name for c in found]
     duplicated = {n for n in names if names.count(n) > 1}
     if duplicated:

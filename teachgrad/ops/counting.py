@@ -30,7 +30,7 @@ def host(t: Tensor) -> np.ndarray:
 def on_device(values: np.ndarray, like: Tensor) -> Tensor:
     """A new tensor on ``like``'s device holding host ``values``."""
     backend = like._backend
-    return Tensor._make(backend.from_numpy(np.ascontiguousarray(values)), backend, like.device)
+    return Tensor._make(backend.from_numpy(np.array(values, order="C", copy=True)), backend, like.device)
 
 
 def _check_tensor(name: str, t: Any, what: str = "input") -> None:
@@ -87,6 +87,9 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         raise TypeError(f"bincount(): minlength must be an int, not {type(minlength).__name__}")
     if minlength < 0:
         raise RuntimeError(f"minlength should be >= 0, got {minlength}")
+    if input.dtype.is_floating_point:  # (PyTorch's class for a dtype a kernel lacks)
+        raise NotImplementedError(f"bincount is not implemented for {input.dtype} input: it "
+                                  "counts integers. Fix: convert with .long()")
     if input.ndim != 1 or input.dtype is not dtypes.int64:
         raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs (got a "
                            f"{input.ndim}-d {input.dtype} tensor). Fix: pass a 1-D int64 tensor")
@@ -131,7 +134,7 @@ class Mode(MaxDim):
             values, indices = values.squeeze(dim), indices.squeeze(dim)
         out = Tensor._make(backend.from_numpy(indices), backend, a.device)
         ctx.mark_non_differentiable(out)
-        return backend.from_numpy(np.ascontiguousarray(values)), out
+        return backend.from_numpy(np.array(values, order="C", copy=True)), out
 
 
 def _mode_of(row: np.ndarray) -> tuple[Any, int]:

@@ -111,6 +111,8 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
         if empty:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
                                "tensor because the operation does not have an identity")
+    if p == 0:  # a count of non-zero elements: no gradient at all (PyTorch records none)
+        x = x.detach()
     return VectorNorm.apply(x, p, axes, keepdim)
 
 
@@ -204,4 +206,5 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: Any = None) -> T
     common_device([x1, x2], "cdist")
     broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]), "cdist (batch dimensions)")
     differences = x1.unsqueeze(-2) - x2.unsqueeze(-3)  # (…, P, R, M)
-    return vector_norm(differences, p, -1)
+    # (straight to the Function: for p = 0 too PyTorch's cdist records a zero gradient)
+    return VectorNorm.apply(differences, float(p), (differences.ndim - 1,), False)

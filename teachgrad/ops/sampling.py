@@ -19,9 +19,9 @@ from .counting import host as _host, on_device as _on_device
 
 def check_random_fill(name: str, t: Tensor, numbers: dict[str, Any]) -> None:
     """The arguments of ``uniform_``/``normal_``: a float tensor, numbers for the rest."""
-    if not t.dtype.is_floating_point:
-        raise RuntimeError(f"{name} is only implemented for floating point tensors, not "
-                           f"{t.dtype}. Fix: make the tensor float, e.g. tg.empty(3).{name}()")
+    if not t.dtype.is_floating_point:  # (PyTorch's class for a dtype a kernel lacks)
+        raise NotImplementedError(f"{name} is only implemented for floating point tensors, "
+                                  f"not {t.dtype}. Fix: make it float, e.g. tg.empty(3).{name}()")
     for what, v in numbers.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise TypeError(f"{name}(): argument '{what}' must be a number, not "
