@@ -17,11 +17,12 @@ from ..device import common_device
 from ..tensor import Tensor
 from .dispatch import broadcast_shapes, normalize_dims
 from .functional import amax, amin, sign, where
-from .reduce import _kept_shape, _spread
+from .reduce import _spread, kept_output
 
 
 class VectorNorm(Function):
-    rule = "∂‖a‖ₚ/∂aᵢ = sign(aᵢ) |aᵢ|^(p−1) / ‖a‖ₚ^(p−1)  (p = 2: aᵢ / ‖a‖, 0 where ‖a‖ = 0)"
+    rule = ("∂‖a‖ₚ/∂aᵢ = sign(aᵢ) |aᵢ|^(p−1) / ‖a‖ₚ^(p−1); "
+            "p = 2: aᵢ / ‖a‖, 0 where ‖a‖ = 0")
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, p: float, axes: tuple | None, keepdim: bool):
@@ -34,10 +35,8 @@ class VectorNorm(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         (a,) = ctx.saved_tensors
-        norm = ctx.output
-        if not ctx.keepdim:
-            norm = norm.reshape(_kept_shape(ctx.shape, ctx.axes))
-        return norm_backward(_spread(grad, ctx), a, norm, ctx.p, ctx.axes), None, None, None
+        grad_a = norm_backward(_spread(grad, ctx), a, kept_output(ctx), ctx.p, ctx.axes)
+        return grad_a, None, None, None
 
 
 def _vector_norm(backend: Any, x: Any, p: float, axes: tuple | None, keepdim: bool) -> Any:

@@ -15,6 +15,7 @@ import numpy as np
 from .. import random as _random
 from ..tensor import Tensor
 from .counting import host as _host, on_device as _on_device
+from .dispatch import check_pointwise
 
 
 def check_random_fill(name: str, t: Tensor, numbers: dict[str, Any]) -> None:
@@ -22,10 +23,7 @@ def check_random_fill(name: str, t: Tensor, numbers: dict[str, Any]) -> None:
     if not t.dtype.is_floating_point:  # (PyTorch's class for a dtype a kernel lacks)
         raise NotImplementedError(f"{name} is only implemented for floating point tensors, "
                                   f"not {t.dtype}. Fix: make it float, e.g. tg.empty(3).{name}()")
-    for what, v in numbers.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise TypeError(f"{name}(): argument '{what}' must be a number, not "
-                            f"{type(v).__name__} {v!r}")
+    check_pointwise(name, {}, numbers)
 
 
 # -- multinomial ----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from ..autograd.function import Context, Function
 from ..tensor import Tensor
 from .dispatch import normalize_dims, require_float
 from .functional import where
-from .reduce import _kept_shape, _spread
+from .reduce import _spread, kept_output
 
 
 def reduced_count(shape: tuple, axes: tuple | None) -> int:
@@ -102,10 +102,7 @@ class LogSumExp(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         (a,) = ctx.saved_tensors
-        result = ctx.output
-        if not ctx.keepdim:
-            result = result.reshape(_kept_shape(ctx.shape, ctx.axes))
-        return _spread(grad, ctx) * (a - result).exp(), None, None
+        return _spread(grad, ctx) * (a - kept_output(ctx)).exp(), None, None
 
 
 def _reduced_shape(shape: tuple, axes: tuple | None) -> tuple:
