@@ -63,6 +63,9 @@ CASES.table("math/stats_errors", {
     "logsumexp_bool": lambda C: C.tensor([True, False]).logsumexp(0),
     "var_one_element": lambda C: C.tensor([2.5]).var(),
     "std_0d": lambda C: C.tensor(2.5).std(correction=0),
+    "logsumexp_empty": lambda C: C.T.zeros(0, 3, device=C.dev).logsumexp(0),
+    "logsumexp_empty_keepdim": lambda C: C.T.zeros(2, 0, device=C.dev).logsumexp(1, keepdim=True),
+    "var_empty": lambda C: C.T.zeros(0, device=C.dev).var(),
 })
 
 # -- norms -------------------------------------------------------------------------------------
@@ -130,6 +133,8 @@ CASES.table("math/cdist", {
     "columns_error": lambda C, a, b: C.T.cdist(a, b[:, :3]),
     "negative_p_error": lambda C, a, b: C.T.cdist(a, b, -1),
     "int_error": lambda C, a, b: C.T.cdist(a.long(), b.long()),
+    "compute_mode": lambda C, a, b: C.T.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist"),
+    "compute_mode_error": lambda C, a, b: C.T.cdist(a, b, compute_mode="fast"),
 }, (X, r(5, 4)), grad=(0, 1))
 
 # -- einsum ------------------------------------------------------------------------------------
@@ -288,7 +293,8 @@ CASES.table("math/sampling_errors", {
     "uniform_int": lambda C: C.tensor([1, 2]).uniform_(),
     "shapes_and_dtypes": lambda C: [t.shape[-1] for t in (
         C.T.multinomial(C.tensor([[0.2, 0.8], [1., 0.]]), 2),
-        C.T.randint(0, 5, (2, 3)), C.T.randperm(4))] + [
+        C.T.randint(0, 5, (2, 3)), C.T.randperm(4), C.T.randint(high=5, size=(2, 7)),
+        C.T.randint(5, (2, 1)))] + [
         str(C.T.bernoulli(C.tensor([0.5], dtype=C.T.float64)).dtype).split(".")[-1],
         str(C.T.randint(5, (2,)).dtype).split(".")[-1]],
     "certain_outcomes": lambda C: (C.T.bernoulli(C.tensor([0., 1., 1., 0.])),

@@ -1,5 +1,6 @@
-"""The whole differential suite: every case of the tables in ``differential_ops.py`` and
-``differential_nn.py`` (how a case is written and run: ``differential_cases.py``).
+"""The whole differential suite: every case of the tables in ``differential_ops.py``,
+``differential_nn.py`` and ``differential_ops_math.py`` (how a case is written and run:
+``differential_cases.py``).
 
 ``scripts/record_torch_fixtures.py`` records them with torch and
 ``tests/engine/test_differential.py`` replays them with teachgrad. This module never
@@ -14,7 +15,7 @@ from differential_cases import Case
 
 
 def all_cases() -> list[Case]:
-    """Every case, from the tables in ``differential_ops.py`` and ``differential_nn.py``."""
+    """Every case, from the tables of the three modules above."""
     found = list(differential_ops.CASES) + list(differential_nn.CASES)
     found += list(differential_ops_math.CASES)
     names = [c.name for c in found]

@@ -138,11 +138,14 @@ def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     return _finish(array, device, requires_grad)
 
 
-def randint(low: int, high: int | None = None, size: tuple = (), *, dtype: Any = None,
-            device: Any = None, generator: Any = None, requires_grad: bool = False) -> Tensor:
+def randint(low: int | None = None, high: int | None = None, size: tuple = (), *,
+            dtype: Any = None, device: Any = None, generator: Any = None,
+            requires_grad: bool = False) -> Tensor:
     """Integers uniform on [low, high) (int64 unless ``dtype``): ``randint(high, size)`` or
-    ``randint(low, high, size)``, as in PyTorch."""
-    if high is None or isinstance(high, (tuple, list)):  # randint(high, size)
+    ``randint(low, high, size)``, as in PyTorch (``low`` is 0 when left out)."""
+    if low is None:  # randint(high=10, size=(3,))
+        low = 0
+    elif high is None or isinstance(high, (tuple, list)):  # randint(high, size)
         low, high, size = 0, low, (size if high is None else high)
     low, high = _check_int("randint", "low", low), _check_int("randint", "high", high)
     if not isinstance(size, (tuple, list)):

@@ -177,6 +177,10 @@ def linalg_norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = Fal
                        keepdim, dtype=dtype)
 
 
+_CDIST_MODES = (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                "donot_use_mm_for_euclid_dist")
+
+
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: Any = None) -> Tensor:
     """The p-norm distance between each row of ``x1`` (…, P, M) and each row of ``x2``
     (…, R, M): a (…, P, R) tensor. Written as broadcasting and a vector norm, so its
@@ -199,6 +203,9 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: Any = None) -> T
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
     if isinstance(p, bool) or not isinstance(p, (int, float)) or p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p!r}")
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode (one of "
+                         f"{', '.join(repr(m) for m in _CDIST_MODES[1:])})")
     if x1.dtype is not x2.dtype:
         raise RuntimeError(f"cdist: X1 and X2 must have the same dtype, got {x1.dtype} and "
                            f"{x2.dtype}. Fix: convert one, e.g. x2.to({x1.dtype})")

@@ -16,7 +16,7 @@ from ..autograd.function import Context, Function
 from ..tensor import Tensor
 from .dispatch import normalize_dims, require_float
 from .functional import where
-from .reduce import _spread, kept_output
+from .reduce import _kept_shape, _spread, kept_output
 
 
 def reduced_count(shape: tuple, axes: tuple | None) -> int:
@@ -87,6 +87,10 @@ class LogSumExp(Function):
     def forward(ctx: Context, a: Tensor, axes: tuple | None, keepdim: bool):
         backend, x = ctx.backend, a._array
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
+        ctx.save_for_backward(a)
+        if reduced_count(x.shape, axes) == 0:  # the log of an empty sum: -inf, as in PyTorch
+            ctx.out = backend.full(_reduced_shape(x.shape, axes, keepdim), -math.inf, x.dtype)
+            return ctx.out
         top = backend.reduce("max", x, axes, True)
         # an infinite maximum would give inf - inf = nan below: shift by 0 instead
         infinite = backend.binary("eq", backend.unary("abs", top), math.inf)
@@ -94,8 +98,7 @@ class LogSumExp(Function):
         total = backend.reduce("sum", backend.unary("exp", backend.binary("sub", x, top)), axes, True)
         out = backend.binary("add", backend.unary("log", total), top)
         if not keepdim:
-            out = backend.reshape(out, _reduced_shape(x.shape, axes))
-        ctx.save_for_backward(a)
+            out = backend.reshape(out, _reduced_shape(x.shape, axes, keepdim))
         ctx.out = out
         return out
 
@@ -105,7 +108,9 @@ class LogSumExp(Function):
         return _spread(grad, ctx) * (a - kept_output(ctx)).exp(), None, None
 
 
-def _reduced_shape(shape: tuple, axes: tuple | None) -> tuple:
+def _reduced_shape(shape: tuple, axes: tuple | None, keepdim: bool) -> tuple:
+    if keepdim:
+        return _kept_shape(shape, axes)
     return tuple(n for i, n in enumerate(shape) if axes is not None and i not in axes)
 
 
