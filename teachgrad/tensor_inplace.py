@@ -290,9 +290,8 @@ class InPlaceMethods:
 
     def bernoulli_(self, p: Any = 0.5, *, generator: Any = None) -> "Tensor":
         """Refill with 1 (probability ``p``, a number or a tensor) or 0."""
-        drawn = bernoulli_array(self, p, generator)
         self._check_inplace()
-        return self._fill_from_host(drawn)
+        return self._fill_from_host(bernoulli_array(self, p, generator))
 
     def _fill_from_host(self, values: np.ndarray) -> "Tensor":
         """Write host values into the existing storage, so views see them too."""
