@@ -53,7 +53,8 @@ class Var(Function):
 def var_backward(ctx: Context, grad: Tensor, a: Tensor) -> Tensor:
     """PyTorch's ``var_backward``: ``2 / (N - correction) * grad * (a - mean(a))``."""
     centered = a - a.mean(dim=ctx.axes, keepdim=True)
-    return _spread(grad, ctx) * centered * (2.0 / ctx.divisor)
+    scale = 2.0 / ctx.divisor if ctx.divisor else math.inf  # (no degrees of freedom: nan)
+    return _spread(grad, ctx) * centered * scale
 
 
 class Std(Function):

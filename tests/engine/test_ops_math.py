@@ -99,6 +99,14 @@ def test_gradients_where_there_is_no_derivative_are_pytorchs():
     assert ties.grad.tolist() == [0.5, -0.5, 0.]
 
 
+def test_no_degrees_of_freedom_give_nan_and_a_warning_not_an_exception():
+    x = tg.tensor([2.5], requires_grad=True)
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+        v = x.var()
+    v.backward()
+    assert math.isnan(v.item()) and math.isnan(x.grad.item())
+
+
 def test_logsumexp_is_stable_with_infinities():
     x = tg.tensor([[-math.inf, -math.inf], [math.inf, 1.], [1000., 1000.]])
     assert x.logsumexp(1).tolist() == [-math.inf, math.inf, pytest.approx(1000 + math.log(2))]
