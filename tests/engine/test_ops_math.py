@@ -87,6 +87,27 @@ def test_einsum_three_operands_gradcheck():
                      (leaf(2, 3), leaf(3, 4), leaf(4, 2)))
 
 
+def _random_equation(draw: np.random.Generator) -> tuple[str, list[np.ndarray]]:
+    """Two or three operands over the letters ijkl (sizes 2..4), some repeated within
+    an operand (diagonals), some shared, an explicit or an implicit output."""
+    sizes = dict(zip("ijkl", draw.integers(2, 5, 4)))
+    terms = ["".join(draw.choice(list("ijkl"), draw.integers(1, 4)))
+             for _ in range(draw.integers(2, 4))]
+    used = sorted(set("".join(terms)))
+    output = "".join(draw.permutation(used)[:draw.integers(0, len(used) + 1)])
+    equation = ",".join(terms) + ("" if draw.random() < 0.3 else "->" + output)
+    return equation, [draw.standard_normal([sizes[c] for c in t]) for t in terms]
+
+
+def test_einsum_agrees_with_numpy_on_random_equations():
+    draw = np.random.default_rng(0)
+    for _ in range(60):
+        equation, arrays = _random_equation(draw)
+        got = tg.einsum(equation, *[tg.tensor(a) for a in arrays]).numpy()
+        np.testing.assert_allclose(got, np.einsum(equation, *arrays), atol=1e-12,
+                                   err_msg=equation)
+
+
 def test_gradients_where_there_is_no_derivative_are_pytorchs():
     zero = tg.zeros(3, dtype=tg.float64, requires_grad=True)
     zero.norm().backward()  # x / ||x|| at 0: 0, not nan
