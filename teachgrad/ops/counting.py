@@ -24,7 +24,10 @@ from .reduce import MaxDim
 
 
 def host(t: Tensor) -> np.ndarray:
-    return t._backend.to_numpy(t._array)
+    """``t``'s values on the host. Read through ``.numpy()``, so that inside ``tg.jit.trace``
+    (and ``tg.compile``) a value that leaves the tensor world breaks the graph, or is
+    guarded for an input, as ``.item()`` is: never baked in silently."""
+    return t.detach().cpu().numpy()
 
 
 def on_device(values: np.ndarray, like: Tensor) -> Tensor:

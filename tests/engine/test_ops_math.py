@@ -345,3 +345,22 @@ def test_a_generator_gives_its_own_reproducible_stream(draw):
     tg.manual_seed(5)
     draw(tg.Generator().manual_seed(11))
     assert tg.rand(2).tolist() == before  # and it leaves the global stream alone
+
+
+# -- value-dependent operations inside a traced function ---------------------------------------
+
+@pytest.mark.parametrize("fn", [lambda x: tg.unique(x), lambda x: x.nonzero(),
+                                lambda x: tg.bincount(x), lambda x: tg.nn.functional.one_hot(x)])
+def test_a_traced_function_refuses_a_value_dependent_result_instead_of_baking_it(fn):
+    from teachgrad.jit.tracer import TracingError
+    with raises(TracingError, "graph break: .numpy() was called"):
+        tg.jit.trace(fn, (tg.tensor([1, 2, 2, 3]),))
+
+
+def test_statistics_and_einsum_compile_and_follow_new_inputs():
+    def f(t):
+        return t.mode(0).values + t.std() + tg.einsum("i,i", t, t) + t.logsumexp(0) + t.norm(1)
+    compiled = tg.compile(f)
+    for values in ([1., 2., 2.], [3., 3., 1.], [0.5, -4., 0.5]):
+        t = tg.tensor(values, dtype=tg.float64)
+        assert compiled(t).item() == pytest.approx(f(t).item())
