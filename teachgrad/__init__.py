@@ -14,7 +14,10 @@ from . import _cuda_setup  # noqa: F401  (isort: skip)
 from . import tensor_methods  # noqa: F401,E402  (isort: skip)
 
 from . import autograd, backends, dtypes, graph  # noqa: E402
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from .autograd import (  # noqa: E402
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+    set_grad_enabled,
+)
 from .creation import (  # noqa: E402
     arange, as_tensor, empty, eye, from_numpy, full, full_like, linspace, ones, ones_like,
     rand, randint, randn, randperm, zeros, zeros_like,
@@ -36,6 +39,12 @@ from .ops.scans import cumprod, cumsum  # noqa: E402
 from .ops.sorting import argsort, sort, topk  # noqa: E402
 from .ops.splitting import chunk, split, unbind  # noqa: E402
 from .generator import Generator  # noqa: E402
+from . import linalg  # noqa: E402
+from .ops.counting import allclose, bincount, equal, isclose, mode, nonzero, unique  # noqa: E402
+from .ops.einsum import einsum  # noqa: E402
+from .ops.norms import cdist, norm  # noqa: E402
+from .ops.sampling import bernoulli, multinomial  # noqa: E402
+from .ops.statistics import logsumexp, std, var  # noqa: E402
 from .random import manual_seed  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .tensor import Size, Tensor, is_tensor, tensor  # noqa: E402
@@ -55,4 +64,5 @@ def __getattr__(name: str):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "compile":  # tg.compile, like torch.compile (lives in teachgrad.jit)
         return importlib.import_module(f"{__name__}.jit").compile
-    raise AttributeError(f"module 'teachgrad' has no attribute {name!r}")
+    from .unsupported import module_attribute_error
+    raise module_attribute_error(__name__, name)

@@ -117,45 +117,61 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
     return _finish(np.eye(n, m, dtype=_float(dtype).numpy), device, requires_grad)
 
 
-def no_generator(name: str, generator: Any) -> None:
-    """teachgrad has one random stream (``tg.manual_seed``); a separate Generator is refused."""
-    if generator is not None:
-        raise TypeError(f"teachgrad does not support {name}(generator=...): it has one global "
-                        "random stream. Fix: leave out generator= and seed with tg.manual_seed(n)")
+def _check_int(name: str, what: str, value: Any) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{name}(): argument '{what}' must be an int, not "
+                        f"{type(value).__name__} {value!r}")
+    return value.__index__()
 
 
 def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          generator: Any = None) -> Tensor:
-    no_generator("rand", generator)
-    array = _random.uniform_array(_shape(size), 0.0, 1.0, _float(dtype))
+    """Uniform on [0, 1); ``generator=`` a ``tg.Generator`` instead of the global stream."""
+    array = _random.uniform_array(_shape(size), 0.0, 1.0, _float(dtype), generator)
     return _finish(array, device, requires_grad)
 
 
 def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           generator: Any = None) -> Tensor:
-    no_generator("randn", generator)
-    array = _random.normal_array(_shape(size), 0.0, 1.0, _float(dtype))
+    """Standard normal; ``generator=`` a ``tg.Generator`` instead of the global stream."""
+    array = _random.normal_array(_shape(size), 0.0, 1.0, _float(dtype), generator)
     return _finish(array, device, requires_grad)
 
 
-def randint(low: int, high: int | None = None, size: tuple = (), *, dtype: Any = None,
-            device: Any = None, generator: Any = None) -> Tensor:
-    no_generator("randint", generator)
-    if high is None:  # randint(high), as in PyTorch
-        low, high = 0, low
-    elif isinstance(high, (tuple, list)):  # randint(high, size)
-        low, high, size = 0, low, high
+def randint(low: int | None = None, high: int | None = None, size: tuple = (), *,
+            dtype: Any = None, device: Any = None, generator: Any = None,
+            requires_grad: bool = False) -> Tensor:
+    """Integers uniform on [low, high) (int64 unless ``dtype``): ``randint(high, size)`` or
+    ``randint(low, high, size)``, as in PyTorch (``low`` is 0 when left out)."""
+    if low is None:  # randint(high=10, size=(3,))
+        low = 0
+    elif high is None or isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, (size if high is None else high)
+    low, high = _check_int("randint", "low", low), _check_int("randint", "high", high)
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"randint(): argument 'size' must be a tuple of ints, not "
+                        f"{type(size).__name__}. Fix: e.g. tg.randint(0, 10, (3,))")
+    shape = _shape(tuple(size))
     if low >= high:
-        raise RuntimeError(f"randint: low ({low}) must be smaller than high ({high})")
-    array = _random.integers_array(_shape(tuple(size)), low, high)
-    if dtype is not None:
-        array = array.astype(dtypes.get_dtype(dtype).numpy)
-    return _finish(array, device, False)
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}. Fix: randint(low, high, size) draws from [low, high)")
+    want = dtypes.int64 if dtype is None else dtypes.get_dtype(dtype)
+    if requires_grad and not want.is_floating_point:
+        raise RuntimeError("Only Tensors of floating point dtype can require gradients. "
+                           "Fix: pass dtype=tg.float32 or leave out requires_grad")
+    array = _random.integers_array(shape, low, high, generator).astype(want.numpy)
+    return _finish(array, device, requires_grad)
 
 
-def randperm(n: int, *, device: Any = None, generator: Any = None) -> Tensor:
-    no_generator("randperm", generator)
-    return _finish(_random.permutation(n).astype(np.int64), device, False)
+def randperm(n: int, *, dtype: Any = None, device: Any = None, generator: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """0, ..., n-1 in random order (int64 unless ``dtype``)."""
+    n = _check_int("randperm", "n", n)
+    if n < 0:
+        raise RuntimeError(f"n must be non-negative, got {n}")
+    want = dtypes.int64 if dtype is None else dtypes.get_dtype(dtype)
+    array = _random.permutation(n, generator).astype(want.numpy)
+    return _finish(array, device, requires_grad)
 
 
 def from_numpy(a: np.ndarray) -> Tensor:

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import dtypes
 from .autograd import function, grad_mode
-from .creation import no_generator, zeros
+from .creation import zeros
 from .device import common_device
 from .dtypes import DType
 from .ops import functional as F
@@ -26,6 +26,7 @@ from .ops.dispatch import (
     as_tensor_like, broadcast_shapes, check_lerp, check_pointwise, check_true_division,
     number_in_dtype, prepare_binary, scaled,
 )
+from .ops.sampling import bernoulli_array, check_random_fill
 from .random import normal_array, uniform_array
 from .tensor import Tensor
 
@@ -270,14 +271,27 @@ class InPlaceMethods:
         return self._inplace(self.clamp(min, max))
 
     def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> "Tensor":
-        no_generator("uniform_", generator)
+        """Refill with values uniform on ``[a, b)`` (from ``generator`` if given)."""
+        check_random_fill("uniform_", self, {"from": a, "to": b})
+        if a > b:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                               f"from={a} > to={b}")
         self._check_inplace()
-        return self._fill_from_host(uniform_array(tuple(self.shape), a, b, self.dtype))
+        return self._fill_from_host(uniform_array(tuple(self.shape), a, b, self.dtype, generator))
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> "Tensor":
-        no_generator("normal_", generator)
+        """Refill with values from a normal distribution (from ``generator`` if given)."""
+        check_random_fill("normal_", self, {"mean": mean, "std": std})
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         self._check_inplace()
-        return self._fill_from_host(normal_array(tuple(self.shape), mean, std, self.dtype))
+        return self._fill_from_host(normal_array(tuple(self.shape), mean, std, self.dtype,
+                                                 generator))
+
+    def bernoulli_(self, p: Any = 0.5, *, generator: Any = None) -> "Tensor":
+        """Refill with 1 (probability ``p``, a number or a tensor) or 0."""
+        self._check_inplace()
+        return self._fill_from_host(bernoulli_array(self, p, generator))
 
     def _fill_from_host(self, values: np.ndarray) -> "Tensor":
         """Write host values into the existing storage, so views see them too."""

@@ -13,11 +13,12 @@ from typing import Any
 from . import dtypes, tensor_inplace  # noqa: F401  (tensor_inplace attaches add_, copy_, ...)
 from .autograd import lean
 from .device import Device, as_device
-from .ops import elementwise as ew, functional as F
+from .ops import counting, elementwise as ew, functional as F, norms, sampling, statistics
 from .ops import diagonals, gather_scatter, masked, scans, sorting, splitting
 from .ops.convert import to as _convert
 from .ops.indexing import setitem as _setitem
 from .tensor import Tensor
+from .unsupported import install_missing_methods
 
 
 def _reflected(fn):
@@ -67,6 +68,30 @@ for _op, _full, _fn in (("neg", F.neg, ew.Neg), ("exp", F.exp, ew.Exp), ("log", 
 # sorting, gathering and scattering, running totals, matrix parts, splitting
 for _module in (sorting, gather_scatter, masked, scans, diagonals, splitting):
     _METHODS.update(_module.TENSOR_METHODS)
+
+def _format(self: Tensor, spec: str) -> str:
+    """``f"{loss:.4f}"``: a 0-d tensor formats as its number, as in PyTorch."""
+    if self.ndim == 0:
+        return format(self.item(), spec)
+    if not spec:
+        return str(self)
+    raise TypeError(f"unsupported format string passed to Tensor.__format__: {spec!r} formats "
+                    f"a number, and this tensor has shape {list(self.shape)}. Fix: format one "
+                    f"number, e.g. f\"{{t.item():{spec}}}\" or f\"{{t.sum():{spec}}}\"")
+
+
+_METHODS.update({
+    # statistics and norms
+    "std": statistics.std, "var": statistics.var, "logsumexp": statistics.logsumexp,
+    "norm": norms.norm,
+    # values rather than positions
+    "unique": counting.unique, "nonzero": counting.nonzero, "bincount": counting.bincount,
+    "mode": counting.mode, "isclose": counting.isclose, "allclose": counting.allclose,
+    "equal": counting.equal,
+    # sampling
+    "multinomial": sampling.multinomial, "bernoulli": sampling.bernoulli,
+    "__format__": _format,
+})
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
@@ -158,3 +183,8 @@ for _name, _fn in (("to", _to), ("type", _type), ("__setitem__", _setitem_method
     _fn.__name__, _fn.__qualname__ = _name, f"Tensor.{_name}"
     _fn.__code__ = _fn.__code__.replace(co_name=_name, co_qualname=f"Tensor.{_name}")
     setattr(Tensor, _name, _fn)
+
+
+# Last, once every method is attached: torch.Tensor attributes teachgrad lacks raise an
+# AttributeError that says so (see unsupported.py: no __getattr__, so no slower lookups).
+install_missing_methods(Tensor)

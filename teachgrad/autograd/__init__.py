@@ -6,7 +6,10 @@ run to the end or one step at a time.
 """
 from .engine import BackwardStep, backward_steps, run_backward
 from .function import AccumulateGrad, Context, Function, FunctionCtx, Node
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+    set_grad_enabled,
+)
 from .grad import grad
 from .gradcheck import GradcheckError, gradcheck
 
@@ -19,5 +22,6 @@ def backward(tensors, grad_tensors=None, retain_graph: bool = False) -> None:
 __all__ = [
     "Function", "Context", "FunctionCtx", "Node", "AccumulateGrad", "BackwardStep",
     "backward", "grad", "backward_steps", "run_backward", "gradcheck", "GradcheckError",
-    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "is_inference_mode_enabled",
 ]

@@ -88,3 +88,49 @@ class set_grad_enabled(_GradMode):
         # as a decorator it must not leave the mode switched: undo the call's switch
         _set(self._previous)
         return super().__call__(fn)
+
+
+_inference = False
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``tg.inference_mode()``."""
+    return _inference
+
+
+class inference_mode(_GradMode):
+    """``no_grad`` for code that will never want gradients (evaluation, serving), as a
+    block or a decorator: ``with tg.inference_mode():``, ``@tg.inference_mode()``.
+
+    ``inference_mode(False)`` switches it off again (and records, as in PyTorch).
+    PyTorch also marks the tensors made inside as inference tensors, which autograd
+    later refuses; teachgrad's are ordinary tensors that do not require grad.
+    """
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if callable(mode) and not isinstance(mode, bool):  # a bare decorator: @tg.inference_mode
+            return cls()(mode)
+        return object.__new__(cls)
+
+    def __init__(self, mode: bool = True) -> None:
+        if not isinstance(mode, bool):
+            raise TypeError(f"inference_mode(mode) takes a bool, not {type(mode).__name__}")
+        self.inference = mode
+        self.mode = not mode  # grad mode: off inside inference mode
+
+    def __enter__(self) -> None:
+        global _inference
+        self._previous_inference, _inference = _inference, self.inference
+        super().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        global _inference
+        super().__exit__(*exc)
+        _inference = self._previous_inference
+
+    def __call__(self, fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with inference_mode(self.inference):
+                return fn(*args, **kwargs)
+        return wrapper  # type: ignore[return-value]

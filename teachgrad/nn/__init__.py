@@ -32,3 +32,9 @@ __all__ = [
     "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
     "functional", "init", "utils",
 ]
+
+
+def __getattr__(name: str):
+    # a torch.nn name teachgrad lacks says so (teachgrad/unsupported.py)
+    from teachgrad.unsupported import module_attribute_error
+    raise module_attribute_error(__name__, name)

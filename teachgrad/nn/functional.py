@@ -354,3 +354,9 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor,
 from .conv import avg_pool2d, conv2d, max_pool2d  # noqa: E402
 from .norm import batch_norm, layer_norm  # noqa: E402
 from .sparse import embedding  # noqa: E402
+from teachgrad.ops.counting import one_hot  # noqa: E402,F401
+
+
+def __getattr__(name: str):
+    from teachgrad.unsupported import module_attribute_error
+    raise module_attribute_error(__name__, name)

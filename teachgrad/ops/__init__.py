@@ -10,5 +10,9 @@
 - :mod:`.linalg` — matmul
 - :mod:`.activation` — softmax, log_softmax
 - :mod:`.convert` — ``.to(device)`` and ``.to(dtype)``
+- :mod:`.statistics` — var, std, logsumexp; :mod:`.norms` — norm, vector/matrix norms, cdist
+- :mod:`.einsum` — einsum, as indexing, sums and batched matrix products
+- :mod:`.counting` — unique, nonzero, bincount, mode, isclose, one_hot; :mod:`.sampling` —
+  multinomial, bernoulli
 - :mod:`.functional` — the public functions (``tg.exp``...) that check arguments and call the Functions
 """

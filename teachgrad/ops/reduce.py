@@ -19,6 +19,13 @@ def _spread(grad: Tensor, ctx: Context) -> Tensor:
     return grad.expand(ctx.shape)
 
 
+def kept_output(ctx: Context) -> Tensor:
+    """The forward's output with the reduced dimensions kept as size 1, so that it
+    broadcasts against the input (what backwards of max, norms and logsumexp compare with)."""
+    out = ctx.output
+    return out if ctx.keepdim else out.reshape(_kept_shape(ctx.shape, ctx.axes))
+
+
 class Sum(Function):
     rule = "∂(Σᵢ aᵢ)/∂aᵢ = 1: each summed element gets the whole gradient"
 
@@ -67,9 +74,7 @@ class Amax(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         (a,) = ctx.saved_tensors
-        best = ctx.output
-        if not ctx.keepdim:
-            best = best.reshape(_kept_shape(ctx.shape, ctx.axes))
+        best = kept_output(ctx)
         winners = (a == best).to(grad.dtype)
         count = winners.sum(dim=ctx.axes, keepdim=True)
         return _spread(grad, ctx) * winners / count, None, None, None
