@@ -77,6 +77,11 @@ class RNNBase(Module):
         """The parameters per layer and direction: ``[[w_ih, w_hh, b_ih, b_hh], ...]``."""
         return [[getattr(self, name) for name in names] for names in self._all_weights]
 
+    def _weights(self, k: int) -> list[Tensor | None]:
+        """``[w_ih, w_hh, b_ih, b_hh]`` of layer-and-direction ``k`` (None for no bias)."""
+        weights = self.all_weights[k]
+        return weights if self.bias else weights + [None, None]
+
     def reset_parameters(self) -> None:
         """Every parameter uniform on ``±1/sqrt(hidden_size)`` (PyTorch's start)."""
         uniform_start_(self.parameters(), self.hidden_size)
@@ -140,7 +145,7 @@ class RNNBase(Module):
             for direction in range(self.num_directions):
                 k = layer * self.num_directions + direction
                 start = tuple(s[k] for s in states)
-                out, ends = self._run_direction(x, start, self.all_weights[k], direction == 1)
+                out, ends = self._run_direction(x, start, self._weights(k), direction == 1)
                 outputs.append(out)
                 for final, end in zip(finals, ends):
                     final.append(end)
