@@ -105,12 +105,15 @@ class RNNBase(Module):
         first_weight = getattr(self, self._all_weights[0][0])
         batched = check_sequence_input(name, input, self.input_size, first_weight)
         count = 2 if self.mode == "LSTM" else 1
+        steps_axis = 1 if batched and self.batch_first else 0
+        if input.shape[steps_axis] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+        batch = input.shape[1 - steps_axis] if batched else 1
+        states = self._initial_states(input, hx, batched, batch, count, first_weight)
+        # from here on: (T, B, features), whatever the caller's layout
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
-        if x.shape[0] == 0:
-            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
-        states = self._initial_states(x, hx, batched, count, first_weight)
 
         output, finals = self._run_layers(x, states)
 
@@ -121,12 +124,12 @@ class RNNBase(Module):
             output, finals = output.squeeze(1), tuple(f.squeeze(1) for f in finals)
         return output, (finals if count == 2 else finals[0])
 
-    def _initial_states(self, x: Tensor, hx: Any, batched: bool, count: int,
+    def _initial_states(self, input: Tensor, hx: Any, batched: bool, batch: int, count: int,
                         weight: Tensor) -> tuple[Tensor, ...]:
         """``hx`` checked and batched, or zeros: one ``(layers * directions, B, H)`` per state."""
-        shape = (self.num_layers * self.num_directions, x.shape[1], self.hidden_size)
+        shape = (self.num_layers * self.num_directions, batch, self.hidden_size)
         if hx is None:
-            return (tg.zeros(shape, dtype=x.dtype, device=x.device),) * count
+            return (tg.zeros(shape, dtype=input.dtype, device=input.device),) * count
         if count == 2 and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
             raise RuntimeError(f"{type(self).__name__}: hx must be a tuple (h_0, c_0) of two "
                                f"tensors, got {type(hx).__name__}")
