@@ -49,13 +49,15 @@ class LSTMSequence(Function):
         bk = ctx.backend
         steps, batch, four_h = gates_x.shape
         hidden = four_h // 4
-        dtype = gates_x.dtype.numpy
-        w_hh_t = bk.permute(weight_hh._array, (1, 0))  # (H, 4H): h @ W_hh.T
-        scale, shift = _gate_scale_and_shift(bk, dtype)
-        # what backward needs, for every step: the gates' values, the cell, the output
-        gates = bk.zeros((steps, batch, 4, hidden), dtype)
-        cells = bk.zeros((steps, batch, hidden), dtype)
-        output = bk.zeros((steps, batch, hidden), dtype)
+        # (H, 4H), for h @ W_hh.T; copied row-major once: OpenBLAS multiplies a small h by
+        # it several times faster than by the transposed view
+        w_hh_t = bk.contiguous(bk.permute(weight_hh._array, (1, 0)))
+        scale, shift, _ = _gate_columns(bk, gates_x.dtype.numpy)
+        # Per step, what backward needs: the gates' values and the cell. Small arrays, one
+        # per step: they stay in the cache, where (T, ...) arrays would not.
+        gates: list[Any] = [None] * steps
+        cells: list[Any] = [None] * steps
+        hiddens: list[Any] = [None] * steps
         h, c = h0._array, c0._array
         for t in _time_order(steps, reverse):
             a = bk.matmul(h, w_hh_t)
@@ -68,72 +70,78 @@ class LSTMSequence(Function):
             i, f, g, o = (bk.getitem(act, (slice(None), k)) for k in range(4))
             c = bk.binary("add", bk.binary("mul", f, c), bk.binary("mul", i, g))
             h = bk.binary("mul", o, bk.unary("tanh", c))
-            bk.setitem(gates, (t,), act)
-            bk.setitem(cells, (t,), c)
-            bk.setitem(output, (t,), h)
-        ctx.arrays = (gates, cells, output, h0._array, c0._array, weight_hh._array)
+            gates[t], cells[t], hiddens[t] = act, c, h
+        ctx.arrays = (gates, cells, hiddens, h0._array, c0._array, weight_hh._array)
         ctx.reverse = reverse
+        output = bk.concatenate([_as_step(bk, h_t) for h_t in hiddens], axis=0)
         return output, h, c
 
     @staticmethod
     def backward(ctx: Context, grad_output: Tensor, grad_h_last: Tensor, grad_c_last: Tensor):
         bk = ctx.backend
-        gates, cells, output, h0, c0, weight_hh = ctx.arrays
-        steps, batch, _, hidden = bk.shape(gates)
-        dtype = bk.dtype(gates)
-        # Each step's local derivatives do not depend on the incoming gradient: compute
-        # them for all steps at once (a few big array operations instead of many small).
-        # ∂c'/∂a_i = g σ'(a_i), ∂c'/∂a_f = c σ'(a_f), ∂c'/∂a_g = i tanh'(a_g), ∂h'/∂a_o = tanh(c') σ'(a_o)
-        every = slice(None)
-        i, f, g, o = (bk.getitem(gates, (every, every, k)) for k in range(4))
-        tanh_c = bk.unary("tanh", cells)
-        slopes = bk.binary("mul", gates, bk.binary("sub", 1.0, gates))  # σ' = σ(1 - σ)
-        bk.setitem(slopes, (every, every, 2), _one_minus_square(bk, g))  # g's is tanh'
-        partners = bk.concatenate([_as_gate(bk, p) for p in
-                                   (g, _state_before_each_step(bk, cells, c0, ctx.reverse), i, tanh_c)],
-                                  axis=2)
-        local = bk.binary("mul", partners, slopes)
-        h_to_c = bk.binary("mul", o, _one_minus_square(bk, tanh_c))  # ∂h'/∂c'
-
-        grad_gates = bk.zeros((steps, batch, 4, hidden), dtype)
+        gates, cells, hiddens, h0, c0, weight_hh = ctx.arrays
+        batch, _, hidden = bk.shape(gates[0])
+        _, _, tanh_shift = _gate_columns(bk, bk.dtype(gates[0]))
+        order = _time_order(len(gates), ctx.reverse)
+        grad_gates: list[Any] = [None] * len(gates)
         dh, dc = grad_h_last._array, grad_c_last._array
-        for t in reversed(_time_order(steps, ctx.reverse)):
+        for n in range(len(order) - 1, -1, -1):
+            t = order[n]
+            c_before = cells[order[n - 1]] if n > 0 else c0
+            i, f, g, o = (bk.getitem(gates[t], (slice(None), k)) for k in range(4))
+            tanh_c = bk.unary("tanh", cells[t])
+            # h' = o tanh(c'): the gradient reaches c' from h' and from the step after
             dh = bk.binary("add", dh, bk.getitem(grad_output._array, (t,)))
-            dc = bk.binary("add", dc, bk.binary("mul", dh, bk.getitem(h_to_c, (t,))))
-            # i, f, g reach the loss through c', o through h'
-            both = bk.concatenate([_as_gate(bk, dc)] * 3 + [_as_gate(bk, dh)], axis=1)
-            grad_a = bk.binary("mul", both, bk.getitem(local, (t,)))
-            bk.setitem(grad_gates, (t,), grad_a)
+            dc = bk.binary("add", dc, bk.binary("mul", dh, bk.binary(
+                "mul", o, _one_minus_square(bk, tanh_c))))
+            # ∂c'/∂i = g, ∂c'/∂f = c, ∂c'/∂g = i, ∂h'/∂o = tanh(c'); then through each
+            # gate's own function: σ' = σ(1 - σ) and tanh' = (1 + tanh)(1 - tanh), that is
+            # (k + s)(1 - s) with k = 0 for the σ gates and 1 for g
+            partners = bk.concatenate([_as_gate(bk, p) for p in (g, c_before, i, tanh_c)], axis=1)
+            incoming = bk.concatenate([_as_gate(bk, dc)] * 3 + [_as_gate(bk, dh)], axis=1)
+            slopes = bk.binary("mul", bk.binary("add", gates[t], tanh_shift),
+                               bk.binary("sub", 1.0, gates[t]))
+            grad_a = bk.reshape(bk.binary("mul", bk.binary("mul", incoming, partners), slopes),
+                                (batch, 4 * hidden))
+            grad_gates[t] = grad_a
             # what flows on to the step before: through W_hh to h, through f to c
-            dh = bk.matmul(bk.reshape(grad_a, (batch, 4 * hidden)), weight_hh)
-            dc = bk.binary("mul", dc, bk.getitem(f, (t,)))
+            dh = bk.matmul(grad_a, weight_hh)
+            dc = bk.binary("mul", dc, f)
 
-        grad_gates = bk.reshape(grad_gates, (steps, batch, 4 * hidden))
+        all_grad_gates = bk.concatenate([_as_step(bk, g_t) for g_t in grad_gates], axis=0)
         grad_weight_hh = None
         if ctx.needs_input_grad[3]:  # Σ_t grad_a[t].T @ h_before[t], one matmul over all t
-            h_before = _state_before_each_step(bk, output, h0, ctx.reverse)
+            h_before = [hiddens[order[n - 1]] if n > 0 else h0 for n in range(len(order))]
             grad_weight_hh = bk.matmul(
-                bk.permute(bk.reshape(grad_gates, (steps * batch, 4 * hidden)), (1, 0)),
-                bk.reshape(h_before, (steps * batch, hidden)))
+                bk.permute(bk.concatenate([grad_gates[t] for t in order], axis=0), (1, 0)),
+                bk.concatenate(h_before, axis=0))
         device = grad_output.device
-        return (Tensor._make(grad_gates, bk, device), Tensor._make(dh, bk, device),
+        return (Tensor._make(all_grad_gates, bk, device), Tensor._make(dh, bk, device),
                 Tensor._make(dc, bk, device),
                 None if grad_weight_hh is None else Tensor._make(grad_weight_hh, bk, device), None)
 
 
-def _gate_scale_and_shift(bk: Any, dtype: Any) -> tuple[Any, Any]:
-    """``(4, 1)`` columns that turn ``tanh`` into the gates: ``act = tanh(a * s) * s + shift``
-    is ``σ(a)`` where ``s = 1/2, shift = 1/2`` (i, f, o) and ``tanh(a)`` where ``s = 1,
-    shift = 0`` (g)."""
-    scale = np.array([[0.5], [0.5], [1.0], [0.5]], dtype=dtype)
-    shift = np.array([[0.5], [0.5], [0.0], [0.5]], dtype=dtype)
-    return bk.from_numpy(scale), bk.from_numpy(shift)
+def _gate_columns(bk: Any, dtype: Any) -> tuple[Any, Any, Any]:
+    """``(4, 1)`` columns, one value per gate i, f, g, o.
+
+    ``tanh(a * scale) * scale + shift`` is ``σ(a)`` for i, f, o (scale 1/2, shift 1/2)
+    and ``tanh(a)`` for g (scale 1, shift 0). ``tanh_shift`` is 1 for g only: the
+    slope of a gate's value ``s`` is ``(tanh_shift + s)(1 - s)``.
+    """
+    columns = np.array([[0.5, 0.5, 1.0, 0.5], [0.5, 0.5, 0.0, 0.5], [0.0, 0.0, 1.0, 0.0]],
+                       dtype=dtype)
+    return tuple(bk.from_numpy(np.ascontiguousarray(row.reshape(4, 1))) for row in columns)
 
 
 def _as_gate(bk: Any, x: Any) -> Any:
-    """``(..., B, H)`` as ``(..., B, 1, H)``: one gate's slot of the ``(B, 4, H)`` layout."""
-    shape = tuple(bk.shape(x))
-    return bk.reshape(x, shape[:-1] + (1, shape[-1]))
+    """``(B, H)`` as ``(B, 1, H)``: one gate's slot of the ``(B, 4, H)`` layout."""
+    batch, hidden = bk.shape(x)
+    return bk.reshape(x, (batch, 1, hidden))
+
+
+def _as_step(bk: Any, x: Any) -> Any:
+    """``(B, F)`` as ``(1, B, F)``: one time step of a ``(T, B, F)`` sequence."""
+    return bk.reshape(x, (1,) + tuple(bk.shape(x)))
 
 
 def _time_order(steps: int, reverse: bool) -> list[int]:
@@ -144,13 +152,3 @@ def _time_order(steps: int, reverse: bool) -> list[int]:
 def _one_minus_square(bk: Any, t: Any) -> Any:
     """``tanh'(a) = 1 - tanh(a)²``, from ``t = tanh(a)``."""
     return bk.binary("sub", 1.0, bk.binary("mul", t, t))
-
-
-def _state_before_each_step(bk: Any, states: Any, start: Any, reverse: bool) -> Any:
-    """``(T, B, H)``: the state (h or c) each step started from: ``start``, then the
-    steps' own states shifted by one step in the direction's order."""
-    steps = bk.shape(states)[0]
-    first = bk.reshape(start, (1,) + tuple(bk.shape(start)))
-    if reverse:
-        return bk.concatenate([bk.getitem(states, (slice(1, steps),)), first], axis=0)
-    return bk.concatenate([first, bk.getitem(states, (slice(0, steps - 1),))], axis=0)
