@@ -110,15 +110,10 @@ class RNNBase(Module):
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         batch = input.shape[1 - steps_axis] if batched else 1
         states = self._initial_states(input, hx, batched, batch, count, first_weight)
-        # from here on: (T, B, features), whatever the caller's layout
+        # one sequence is a batch of one; the time axis stays where the caller has it
+        # (transposing a batch-first sequence would cost a copy, forward and backward)
         x = input if batched else input.unsqueeze(1)
-        if batched and self.batch_first:
-            x = x.transpose(0, 1)
-
-        output, finals = self._run_layers(x, states)
-
-        if batched and self.batch_first:
-            output = output.transpose(0, 1)
+        output, finals = self._run_layers(x, states, time_axis=steps_axis)
         finals = tuple(tg.stack(f, 0) for f in finals)  # (layers * directions, B, H) each
         if not batched:
             output, finals = output.squeeze(1), tuple(f.squeeze(1) for f in finals)
@@ -137,9 +132,11 @@ class RNNBase(Module):
         check_states(type(self).__name__, states, batched, shape, weight)
         return states if batched else tuple(s.unsqueeze(1) for s in states)
 
-    def _run_layers(self, x: Tensor, states: tuple[Tensor, ...]) -> tuple[Tensor, list]:
-        """Every layer, every direction; returns the last layer's output and each
-        state's final value per layer and direction (in PyTorch's order)."""
+    def _run_layers(self, x: Tensor, states: tuple[Tensor, ...],
+                    time_axis: int) -> tuple[Tensor, list]:
+        """Every layer, every direction over ``x`` (time along ``time_axis``, batch along
+        the other of the first two); returns the last layer's output and each state's
+        final value per layer and direction (in PyTorch's order)."""
         finals: list[list[Tensor]] = [[] for _ in states]
         for layer in range(self.num_layers):
             if layer > 0 and self.dropout > 0:
@@ -148,7 +145,8 @@ class RNNBase(Module):
             for direction in range(self.num_directions):
                 k = layer * self.num_directions + direction
                 start = tuple(s[k] for s in states)
-                out, ends = self._run_direction(x, start, self._weights(k), direction == 1)
+                out, ends = self._run_direction(x, start, self._weights(k), direction == 1,
+                                                time_axis)
                 outputs.append(out)
                 for final, end in zip(finals, ends):
                     final.append(end)
@@ -156,23 +154,24 @@ class RNNBase(Module):
         return x, finals
 
     def _run_direction(self, x: Tensor, start: tuple[Tensor, ...], weights: list,
-                       reverse: bool) -> tuple[Tensor, tuple[Tensor, ...]]:
+                       reverse: bool, time_axis: int) -> tuple[Tensor, tuple[Tensor, ...]]:
         """One layer in one direction over the whole sequence: ``(output, final states)``."""
         if self.mode == "LSTM":
-            output, h, c = lstm_layer(x, start[0], start[1], weights, reverse)
+            output, h, c = lstm_layer(x, start[0], start[1], weights, reverse, time_axis == 1)
             return output, (h, c)
         weight_ih, weight_hh, bias_ih, bias_hh = weights
         x_parts = F.linear(x, weight_ih, bias_ih)  # the input's share, all steps at once
         h = start[0]
-        outputs: list[Tensor] = [None] * x.shape[0]  # type: ignore[list-item]
-        steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
-        for t in steps:
+        steps = x.shape[time_axis]
+        outputs: list[Tensor] = [None] * steps  # type: ignore[list-item]
+        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+            x_part = x_parts[:, t] if time_axis == 1 else x_parts[t]
             if self.mode == "GRU":
-                h = gru_step(x_parts[t], h, weight_hh, bias_hh)
+                h = gru_step(x_part, h, weight_hh, bias_hh)
             else:
-                h = rnn_step(x_parts[t], h, weight_hh, bias_hh, self.nonlinearity)
+                h = rnn_step(x_part, h, weight_hh, bias_hh, self.nonlinearity)
             outputs[t] = h
-        return tg.stack(outputs, 0), (h,)
+        return tg.stack(outputs, time_axis), (h,)
 
 
 class RNN(RNNBase):

@@ -50,8 +50,9 @@ def gru_step(x_part: Tensor, h: Tensor, weight_hh: Tensor, bias_hh: Tensor | Non
 
 
 def lstm_layer(x: Tensor, h0: Tensor, c0: Tensor, weights: list[Tensor | None],
-               reverse: bool = False) -> tuple[Tensor, Tensor, Tensor]:
-    """LSTM over a ``(T, B, input)`` sequence: ``(output, h_T, c_T)``. Gates ``i, f, g, o``::
+               reverse: bool = False, batch_first: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+    """LSTM over a ``(T, B, input)`` sequence (``(B, T, input)`` with ``batch_first``):
+    ``(output, h_T, c_T)``. Gates ``i, f, g, o``::
 
         i = σ(x W_ii^T + b_ii + h W_hi^T + b_hi)     input gate
         f = σ(x W_if^T + b_if + h W_hf^T + b_hf)     forget gate
@@ -65,7 +66,7 @@ def lstm_layer(x: Tensor, h0: Tensor, c0: Tensor, weights: list[Tensor | None],
     """
     weight_ih, weight_hh, bias_ih, bias_hh = weights
     bias = None if bias_ih is None else bias_ih + bias_hh  # both biases add to every gate
-    return LSTMSequence.apply(F.linear(x, weight_ih, bias), h0, c0, weight_hh, reverse)
+    return LSTMSequence.apply(F.linear(x, weight_ih, bias), h0, c0, weight_hh, reverse, batch_first)
 
 
 class RNNCellBase(Module):

@@ -30,7 +30,9 @@ from ..tensor import Tensor
 class LSTMSequence(Function):
     """``(output, h_T, c_T)`` of one LSTM layer in one direction.
 
-    ``gates_x`` is ``(T, B, 4H)``: ``x_t @ W_ih.T + b_ih + b_hh`` for every step.
+    ``gates_x`` is ``(T, B, 4H)`` (``(B, T, 4H)`` with ``batch_first``; the output
+    then too, so nobody copies a transposed sequence): ``x_t @ W_ih.T + b_ih + b_hh``
+    for every step.
     Each step (``t`` from 0 up, or from ``T - 1`` down when ``reverse``)::
 
         i, f, g, o = σ(a_i), σ(a_f), tanh(a_g), σ(a_o)   where a = gates_x[t] + h @ W_hh.T
@@ -45,10 +47,10 @@ class LSTMSequence(Function):
 
     @staticmethod
     def forward(ctx: Context, gates_x: Tensor, h0: Tensor, c0: Tensor, weight_hh: Tensor,
-                reverse: bool):
+                reverse: bool, batch_first: bool = False):
         bk = ctx.backend
-        steps, batch, four_h = gates_x.shape
-        hidden = four_h // 4
+        batch, hidden = h0.shape
+        steps = gates_x.shape[1 if batch_first else 0]
         # (H, 4H), for h @ W_hh.T; copied row-major once: OpenBLAS multiplies a small h by
         # it several times faster than by the transposed view
         w_hh_t = bk.contiguous(bk.permute(weight_hh._array, (1, 0)))
@@ -61,7 +63,7 @@ class LSTMSequence(Function):
         h, c = h0._array, c0._array
         for t in _time_order(steps, reverse):
             a = bk.matmul(h, w_hh_t)
-            bk.binary_inplace("add", a, bk.getitem(gates_x._array, (t,)))
+            bk.binary_inplace("add", a, bk.getitem(gates_x._array, _step(t, batch_first)))
             a = bk.reshape(a, (batch, 4, hidden))
             # σ(a) = (1 + tanh(a/2)) / 2, so one tanh computes all four gates:
             # i, f, o = σ of their quarter, g = tanh of its own (its scale 1, shift 0)
@@ -72,8 +74,8 @@ class LSTMSequence(Function):
             h = bk.binary("mul", o, bk.unary("tanh", c))
             gates[t], cells[t], hiddens[t] = act, c, h
         ctx.arrays = (gates, cells, hiddens, h0._array, c0._array, weight_hh._array)
-        ctx.reverse = reverse
-        output = bk.concatenate([_as_step(bk, h_t) for h_t in hiddens], axis=0)
+        ctx.reverse, ctx.batch_first = reverse, batch_first
+        output = _sequence(bk, hiddens, batch_first)
         return output, h, c
 
     @staticmethod
@@ -82,16 +84,15 @@ class LSTMSequence(Function):
         gates, cells, hiddens, h0, c0, weight_hh = ctx.arrays
         batch, _, hidden = bk.shape(gates[0])
         _, _, tanh_shift = _gate_columns(bk, bk.dtype(gates[0]))
-        order = _time_order(len(gates), ctx.reverse)
-        grad_gates: list[Any] = [None] * len(gates)
+        steps = len(gates)
+        grad_gates: list[Any] = [None] * steps
         dh, dc = grad_h_last._array, grad_c_last._array
-        for n in range(len(order) - 1, -1, -1):
-            t = order[n]
-            c_before = cells[order[n - 1]] if n > 0 else c0
+        for t in reversed(_time_order(steps, ctx.reverse)):
+            c_before = _state_before(cells, c0, t, ctx.reverse)
             i, f, g, o = (bk.getitem(gates[t], (slice(None), k)) for k in range(4))
             tanh_c = bk.unary("tanh", cells[t])
             # h' = o tanh(c'): the gradient reaches c' from h' and from the step after
-            dh = bk.binary("add", dh, bk.getitem(grad_output._array, (t,)))
+            dh = bk.binary("add", dh, bk.getitem(grad_output._array, _step(t, ctx.batch_first)))
             dc = bk.binary("add", dc, bk.binary("mul", dh, bk.binary(
                 "mul", o, _one_minus_square(bk, tanh_c))))
             # ∂c'/∂i = g, ∂c'/∂f = c, ∂c'/∂g = i, ∂h'/∂o = tanh(c'); then through each
@@ -108,17 +109,17 @@ class LSTMSequence(Function):
             dh = bk.matmul(grad_a, weight_hh)
             dc = bk.binary("mul", dc, f)
 
-        all_grad_gates = bk.concatenate([_as_step(bk, g_t) for g_t in grad_gates], axis=0)
+        grad_gates_x = _sequence(bk, grad_gates, ctx.batch_first)
         grad_weight_hh = None
-        if ctx.needs_input_grad[3]:  # Σ_t grad_a[t].T @ h_before[t], one matmul over all t
-            h_before = [hiddens[order[n - 1]] if n > 0 else h0 for n in range(len(order))]
+        if ctx.needs_input_grad[3]:  # Σ_t grad_a[t].T @ h_before[t]: one matmul over all t
+            h_before = [_state_before(hiddens, h0, t, ctx.reverse) for t in range(steps)]
             grad_weight_hh = bk.matmul(
-                bk.permute(bk.concatenate([grad_gates[t] for t in order], axis=0), (1, 0)),
-                bk.concatenate(h_before, axis=0))
+                bk.permute(bk.reshape(grad_gates_x, (steps * batch, 4 * hidden)), (1, 0)),
+                bk.reshape(_sequence(bk, h_before, ctx.batch_first), (steps * batch, hidden)))
         device = grad_output.device
-        return (Tensor._make(all_grad_gates, bk, device), Tensor._make(dh, bk, device),
+        return (Tensor._make(grad_gates_x, bk, device), Tensor._make(dh, bk, device),
                 Tensor._make(dc, bk, device),
-                None if grad_weight_hh is None else Tensor._make(grad_weight_hh, bk, device), None)
+                None if grad_weight_hh is None else Tensor._make(grad_weight_hh, bk, device), None, None)
 
 
 def _gate_columns(bk: Any, dtype: Any) -> tuple[Any, Any, Any]:
@@ -139,9 +140,23 @@ def _as_gate(bk: Any, x: Any) -> Any:
     return bk.reshape(x, (batch, 1, hidden))
 
 
-def _as_step(bk: Any, x: Any) -> Any:
-    """``(B, F)`` as ``(1, B, F)``: one time step of a ``(T, B, F)`` sequence."""
-    return bk.reshape(x, (1,) + tuple(bk.shape(x)))
+def _step(t: int, batch_first: bool) -> tuple:
+    """The index of time step ``t`` in a ``(T, B, F)`` (or ``(B, T, F)``) sequence."""
+    return (slice(None), t) if batch_first else (t,)
+
+
+def _sequence(bk: Any, steps: list, batch_first: bool) -> Any:
+    """``(B, F)`` arrays, one per time step, joined into ``(T, B, F)`` (or ``(B, T, F)``)."""
+    batch, features = bk.shape(steps[0])
+    shape = (batch, 1, features) if batch_first else (1, batch, features)
+    return bk.concatenate([bk.reshape(x, shape) for x in steps], axis=1 if batch_first else 0)
+
+
+def _state_before(states: list, start: Any, t: int, reverse: bool) -> Any:
+    """The state (h or c) step ``t`` started from: the previous step's in the direction's
+    order, or ``start`` for its first step."""
+    previous = t + 1 if reverse else t - 1
+    return states[previous] if 0 <= previous < len(states) else start
 
 
 def _time_order(steps: int, reverse: bool) -> list[int]:
