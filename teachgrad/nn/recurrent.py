@@ -29,7 +29,7 @@ from .module import Module
 from .parameter import Parameter
 from .recurrent_cells import gate_parameter_shapes, gru_step, lstm_layer, rnn_step, uniform_start_
 from .recurrent_checks import (
-    check_dropout, check_nonlinearity, check_sequence_input, check_size, check_states,
+    check_dropout, check_input, check_nonlinearity, check_size, check_states,
 )
 
 GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
@@ -103,7 +103,7 @@ class RNNBase(Module):
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
         name = type(self).__name__
         first_weight = getattr(self, self._all_weights[0][0])
-        batched = check_sequence_input(name, input, self.input_size, first_weight)
+        batched = check_input(name, input, self.input_size, first_weight, cell=False)
         count = 2 if self.mode == "LSTM" else 1
         steps_axis = 1 if batched and self.batch_first else 0
         if input.shape[steps_axis] == 0:

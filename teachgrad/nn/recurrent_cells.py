@@ -23,7 +23,7 @@ from . import functional as F
 from . import init
 from .module import Module
 from .parameter import Parameter
-from .recurrent_checks import check_cell_input, check_cell_states, check_nonlinearity, check_size
+from .recurrent_checks import check_cell_states, check_input, check_nonlinearity, check_size
 
 
 def rnn_step(x_part: Tensor, h: Tensor, weight_hh: Tensor, bias_hh: Tensor | None,
@@ -102,7 +102,7 @@ class RNNCellBase(Module):
         """The checked input and states as a batch (a 1-D input becomes a batch of one),
         zeros where ``hx`` is None, and whether the input was batched."""
         name = type(self).__name__
-        batched = check_cell_input(name, input, self.input_size, self.weight_ih)
+        batched = check_input(name, input, self.input_size, self.weight_ih, cell=True)
         if hx is None:
             shape = (input.shape[0], self.hidden_size) if batched else (self.hidden_size,)
             zeros = tg.zeros(shape, dtype=input.dtype, device=input.device)

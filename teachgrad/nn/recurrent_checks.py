@@ -67,16 +67,20 @@ def check_like_weight(name: str, what: str, t: Tensor, weight: Tensor) -> None:
             f"Convert {what}: {what}.to({weight.dtype}), or convert model: model.to({t.dtype})")
 
 
-def check_sequence_input(name: str, input: Any, input_size: int, weight: Tensor) -> bool:
-    """Checks a layer's input; returns whether it is batched (3-D; 2-D is one sequence)."""
+def check_input(name: str, input: Any, input_size: int, weight: Tensor, cell: bool) -> bool:
+    """Checks the input of a layer (3-D, or 2-D for one sequence) or of a cell (2-D, or
+    1-D for one example); returns whether it is batched."""
     refuse_packed(name, input)
-    if input.ndim not in (2, 3):
-        raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D instead")
+    low, high = (1, 2) if cell else (2, 3)
+    if input.ndim not in (low, high):
+        raise ValueError(f"{name}: Expected input to be {low}D or {high}D, got {input.ndim}D instead")
     if input.shape[-1] != input_size:
-        raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {input_size}, "
-                           f"got {input.shape[-1]}")
+        got = input.shape[-1]
+        raise RuntimeError(f"input has inconsistent input_size: got {got} expected {input_size}"
+                           if cell else f"input.size(-1) must be equal to input_size. Expected "
+                           f"{input_size}, got {got}")
     check_like_weight(name, "input", input, weight)
-    return input.ndim == 3
+    return input.ndim == high
 
 
 def check_states(name: str, states: tuple[Tensor, ...], batched: bool, expected: tuple[int, ...],
@@ -98,18 +102,6 @@ def check_states(name: str, states: tuple[Tensor, ...], batched: bool, expected:
             label = "hidden" if len(states) == 1 else f"hidden[{k}]"
             raise RuntimeError(f"Expected {label} size {shape}, got {list(s.shape)}")
         check_like_weight(name, "hx", s, weight)
-
-
-def check_cell_input(name: str, input: Any, input_size: int, weight: Tensor) -> bool:
-    """Checks a cell's input; returns whether it is batched (2-D; 1-D is one example)."""
-    refuse_packed(name, input)
-    if input.ndim not in (1, 2):
-        raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead")
-    if input.shape[-1] != input_size:
-        raise RuntimeError(f"input has inconsistent input_size: got {input.shape[-1]} "
-                           f"expected {input_size}")
-    check_like_weight(name, "input", input, weight)
-    return input.ndim == 2
 
 
 def check_cell_states(name: str, states: tuple[Tensor, ...], input: Tensor, hidden_size: int,

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from teachgrad import nn
+from test_layers_torch import device  # noqa: F401  (the fixture: cpu, cpu-numba, cuda)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 with open(os.path.join(FIXTURES, "torch_recurrent.json")) as _f:
@@ -24,20 +25,6 @@ CUDA_CASES = ["LSTM/num_layers=2-bidirectional=True-batch_first=False/states=Tru
               "LSTMCell/{}/batched=True/states=True/bias=True",
               "GRUCell/{}/batched=False/states=True/bias=True",
               "pad_sequence/batch_first=True/left/-2.5"]
-
-
-@pytest.fixture
-def device(request):
-    """The device to run on; for ``cpu-numba``, the cpu device with the numba backend."""
-    name = request.param
-    if name != "cpu-numba":
-        yield name
-        return
-    tg.backends.set_cpu_backend("numba")
-    try:
-        yield "cpu"
-    finally:
-        tg.backends.set_cpu_backend("numpy")
 
 
 def _close(actual: tg.Tensor, expected: np.ndarray) -> None:
