@@ -54,26 +54,28 @@ class LSTMSequence(Function):
         # (H, 4H), for h @ W_hh.T; copied row-major once: OpenBLAS multiplies a small h by
         # it several times faster than by the transposed view
         w_hh_t = bk.contiguous(bk.permute(weight_hh._array, (1, 0)))
-        scale, shift, _ = _gate_columns(bk, gates_x.dtype.numpy)
-        # Per step, what backward needs: the gates' values and the cell. Small arrays, one
-        # per step: they stay in the cache, where (T, ...) arrays would not.
+        # Per step, what backward needs: the gates' values, the cell and its tanh. Small
+        # arrays, one per step: they stay in the cache, where (T, ...) arrays would not.
         gates: list[Any] = [None] * steps
         cells: list[Any] = [None] * steps
+        tanh_cells: list[Any] = [None] * steps
         hiddens: list[Any] = [None] * steps
         h, c = h0._array, c0._array
         for t in _time_order(steps, reverse):
             a = bk.matmul(h, w_hh_t)
             bk.binary_inplace("add", a, bk.getitem(gates_x._array, _step(t, batch_first)))
             a = bk.reshape(a, (batch, 4, hidden))
-            # σ(a) = (1 + tanh(a/2)) / 2, so one tanh computes all four gates:
-            # i, f, o = σ of their quarter, g = tanh of its own (its scale 1, shift 0)
-            act = bk.binary("add", bk.binary("mul", bk.unary("tanh", bk.binary("mul", a, scale)),
-                                             scale), shift)
+            # σ of all four quarters at once, as (1 + tanh(a/2)) / 2 (three passes with
+            # plain numbers, where σ's own formula takes seven), then g's quarter is tanh
+            act = bk.binary("mul", bk.binary("add", bk.unary("tanh", bk.binary("mul", a, 0.5)),
+                                             1.0), 0.5)
+            bk.setitem(act, (slice(None), 2), bk.unary("tanh", bk.getitem(a, (slice(None), 2))))
             i, f, g, o = (bk.getitem(act, (slice(None), k)) for k in range(4))
             c = bk.binary("add", bk.binary("mul", f, c), bk.binary("mul", i, g))
-            h = bk.binary("mul", o, bk.unary("tanh", c))
-            gates[t], cells[t], hiddens[t] = act, c, h
-        ctx.arrays = (gates, cells, hiddens, h0._array, c0._array, weight_hh._array)
+            tanh_c = bk.unary("tanh", c)
+            h = bk.binary("mul", o, tanh_c)
+            gates[t], cells[t], tanh_cells[t], hiddens[t] = act, c, tanh_c, h
+        ctx.arrays = (gates, cells, tanh_cells, hiddens, h0._array, c0._array, weight_hh._array)
         ctx.reverse, ctx.batch_first = reverse, batch_first
         output = _sequence(bk, hiddens, batch_first)
         return output, h, c
@@ -81,16 +83,16 @@ class LSTMSequence(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: Tensor, grad_h_last: Tensor, grad_c_last: Tensor):
         bk = ctx.backend
-        gates, cells, hiddens, h0, c0, weight_hh = ctx.arrays
+        gates, cells, tanh_cells, hiddens, h0, c0, weight_hh = ctx.arrays
         batch, _, hidden = bk.shape(gates[0])
-        _, _, tanh_shift = _gate_columns(bk, bk.dtype(gates[0]))
+        tanh_shift = _tanh_shift(bk, bk.dtype(gates[0]))
         steps = len(gates)
         grad_gates: list[Any] = [None] * steps
         dh, dc = grad_h_last._array, grad_c_last._array
         for t in reversed(_time_order(steps, ctx.reverse)):
             c_before = _state_before(cells, c0, t, ctx.reverse)
             i, f, g, o = (bk.getitem(gates[t], (slice(None), k)) for k in range(4))
-            tanh_c = bk.unary("tanh", cells[t])
+            tanh_c = tanh_cells[t]
             # h' = o tanh(c'): the gradient reaches c' from h' and from the step after
             dh = bk.binary("add", dh, bk.getitem(grad_output._array, _step(t, ctx.batch_first)))
             dc = bk.binary("add", dc, bk.binary("mul", dh, bk.binary(
@@ -122,16 +124,13 @@ class LSTMSequence(Function):
                 None if grad_weight_hh is None else Tensor._make(grad_weight_hh, bk, device), None, None)
 
 
-def _gate_columns(bk: Any, dtype: Any) -> tuple[Any, Any, Any]:
-    """``(4, 1)`` columns, one value per gate i, f, g, o.
+def _tanh_shift(bk: Any, dtype: Any) -> Any:
+    """A ``(4, 1)`` column, one value per gate i, f, g, o: 1 for g, 0 for the others.
 
-    ``tanh(a * scale) * scale + shift`` is ``σ(a)`` for i, f, o (scale 1/2, shift 1/2)
-    and ``tanh(a)`` for g (scale 1, shift 0). ``tanh_shift`` is 1 for g only: the
-    slope of a gate's value ``s`` is ``(tanh_shift + s)(1 - s)``.
+    The slope of a gate's value ``s`` is then ``(tanh_shift + s)(1 - s)`` for all four:
+    ``σ' = σ(1 - σ)`` and ``tanh' = (1 + tanh)(1 - tanh)``.
     """
-    columns = np.array([[0.5, 0.5, 1.0, 0.5], [0.5, 0.5, 0.0, 0.5], [0.0, 0.0, 1.0, 0.0]],
-                       dtype=dtype)
-    return tuple(bk.from_numpy(np.ascontiguousarray(row.reshape(4, 1))) for row in columns)
+    return bk.from_numpy(np.array([[0.0], [0.0], [1.0], [0.0]], dtype=dtype))
 
 
 def _as_gate(bk: Any, x: Any) -> Any:
