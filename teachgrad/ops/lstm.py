@@ -64,16 +64,9 @@ class LSTMSequence(Function):
         for t in _time_order(steps, reverse):
             a = bk.matmul(h, w_hh_t)
             bk.binary_inplace("add", a, bk.getitem(gates_x._array, _step(t, batch_first)))
-            a = bk.reshape(a, (batch, 4, hidden))
-            # σ of all four quarters at once, as (1 + tanh(a/2)) / 2 (three passes with
-            # plain numbers, where σ's own formula takes seven), then g's quarter is tanh
-            act = bk.binary("mul", bk.binary("add", bk.unary("tanh", bk.binary("mul", a, 0.5)),
-                                             1.0), 0.5)
-            bk.setitem(act, (slice(None), 2), bk.unary("tanh", bk.getitem(a, (slice(None), 2))))
-            i, f, g, o = (bk.getitem(act, (slice(None), k)) for k in range(4))
-            c = bk.binary("add", bk.binary("mul", f, c), bk.binary("mul", i, g))
+            act, c = gates_forward(bk, bk.reshape(a, (batch, 4, hidden)), c)
             tanh_c = bk.unary("tanh", c)
-            h = bk.binary("mul", o, tanh_c)
+            h = bk.binary("mul", bk.getitem(act, (slice(None), 3)), tanh_c)  # h' = o tanh(c')
             gates[t], cells[t], tanh_cells[t], hiddens[t] = act, c, tanh_c, h
         ctx.arrays = (gates, cells, tanh_cells, hiddens, h0._array, c0._array, weight_hh._array)
         ctx.reverse, ctx.batch_first = reverse, batch_first
@@ -85,31 +78,17 @@ class LSTMSequence(Function):
         bk = ctx.backend
         gates, cells, tanh_cells, hiddens, h0, c0, weight_hh = ctx.arrays
         batch, _, hidden = bk.shape(gates[0])
-        tanh_shift = _tanh_shift(bk, bk.dtype(gates[0]))
         steps = len(gates)
         grad_gates: list[Any] = [None] * steps
         dh, dc = grad_h_last._array, grad_c_last._array
         for t in reversed(_time_order(steps, ctx.reverse)):
-            c_before = _state_before(cells, c0, t, ctx.reverse)
-            i, f, g, o = (bk.getitem(gates[t], (slice(None), k)) for k in range(4))
-            tanh_c = tanh_cells[t]
-            # h' = o tanh(c'): the gradient reaches c' from h' and from the step after
+            # h' reaches the loss through the output at t and through the step after
             dh = bk.binary("add", dh, bk.getitem(grad_output._array, _step(t, ctx.batch_first)))
-            dc = bk.binary("add", dc, bk.binary("mul", dh, bk.binary(
-                "mul", o, _one_minus_square(bk, tanh_c))))
-            # ∂c'/∂i = g, ∂c'/∂f = c, ∂c'/∂g = i, ∂h'/∂o = tanh(c'); then through each
-            # gate's own function: σ' = σ(1 - σ) and tanh' = (1 + tanh)(1 - tanh), that is
-            # (k + s)(1 - s) with k = 0 for the σ gates and 1 for g
-            partners = bk.concatenate([_as_gate(bk, p) for p in (g, c_before, i, tanh_c)], axis=1)
-            incoming = bk.concatenate([_as_gate(bk, dc)] * 3 + [_as_gate(bk, dh)], axis=1)
-            slopes = bk.binary("mul", bk.binary("add", gates[t], tanh_shift),
-                               bk.binary("sub", 1.0, gates[t]))
-            grad_a = bk.reshape(bk.binary("mul", bk.binary("mul", incoming, partners), slopes),
-                                (batch, 4 * hidden))
+            grad_a, dc = gates_backward(bk, gates[t], _state_before(cells, c0, t, ctx.reverse),
+                                        tanh_cells[t], dh, dc)
+            grad_a = bk.reshape(grad_a, (batch, 4 * hidden))
             grad_gates[t] = grad_a
-            # what flows on to the step before: through W_hh to h, through f to c
-            dh = bk.matmul(grad_a, weight_hh)
-            dc = bk.binary("mul", dc, f)
+            dh = bk.matmul(grad_a, weight_hh)  # on to the step before, through W_hh
 
         grad_gates_x = _sequence(bk, grad_gates, ctx.batch_first)
         grad_weight_hh = None
@@ -122,6 +101,68 @@ class LSTMSequence(Function):
         return (Tensor._make(grad_gates_x, bk, device), Tensor._make(dh, bk, device),
                 Tensor._make(dc, bk, device),
                 None if grad_weight_hh is None else Tensor._make(grad_weight_hh, bk, device), None, None)
+
+
+def gates_forward(bk: Any, a: Any, c: Any) -> tuple[Any, Any]:
+    """One step's gates ``(B, 4, H)`` from their pre-activations ``a``, and the new cell
+    ``c' = f c + i g``.
+
+    σ of all four quarters at once, as ``(1 + tanh(a/2)) / 2`` (three passes with plain
+    numbers, where σ's own formula takes seven), then g's quarter is tanh. On numpy
+    arrays numpy's tanh does the tanh and one compiled pass the rest.
+    """
+    squashed = bk.unary("tanh", bk.binary("mul", a, 0.5))
+    g = bk.unary("tanh", bk.getitem(a, (slice(None), 2)))
+    if _one_pass_takes(squashed, g, c):
+        from ..backends import pointwise_loops
+        gates, c_new = np.empty_like(squashed), np.empty_like(c)
+        one = squashed.dtype.type(1)
+        pointwise_loops.lstm_gates_forward(squashed, g, c, one, one / 2, gates, c_new)
+        return gates, c_new
+    gates = bk.binary("mul", bk.binary("add", squashed, 1.0), 0.5)
+    bk.setitem(gates, (slice(None), 2), g)
+    i, f, g, _ = (bk.getitem(gates, (slice(None), k)) for k in range(4))
+    return gates, bk.binary("add", bk.binary("mul", f, c), bk.binary("mul", i, g))
+
+
+def gates_backward(bk: Any, gates: Any, c_before: Any, tanh_c: Any, dh: Any,
+                   dc: Any) -> tuple[Any, Any]:
+    """One step's backward through its gates: ``(grad of the pre-activations a (B, 4, H),
+    grad reaching the cell before the step)``, from ``dh`` (reaching h') and ``dc``
+    (reaching c' from the step after).
+
+    On numpy arrays one compiled pass does it (``backends/pointwise_loops.py``, the same
+    arithmetic): the twenty-odd whole-array operations below cost more in calls than in
+    arithmetic at these sizes.
+    """
+    if _one_pass_takes(gates, c_before, tanh_c, dh, dc):
+        from ..backends import pointwise_loops
+        grad_a, dc_before = np.empty_like(gates), np.empty_like(dc)
+        pointwise_loops.lstm_gates_backward(gates, c_before, tanh_c, dh, dc, gates.dtype.type(1),
+                                            grad_a, dc_before)
+        return grad_a, dc_before
+    i, f, g, o = (bk.getitem(gates, (slice(None), k)) for k in range(4))
+    # h' = o tanh(c'): the gradient reaches c' from h' and from the step after
+    dc = bk.binary("add", dc, bk.binary("mul", dh, bk.binary("mul", o, _one_minus_square(bk, tanh_c))))
+    # ∂c'/∂i = g, ∂c'/∂f = c, ∂c'/∂g = i, ∂h'/∂o = tanh(c'); then through each gate's own
+    # function: σ' = σ(1 - σ) and tanh' = (1 + tanh)(1 - tanh), that is (k + s)(1 - s)
+    # with k = 0 for the σ gates and 1 for g
+    partners = bk.concatenate([_as_gate(bk, p) for p in (g, c_before, i, tanh_c)], axis=1)
+    incoming = bk.concatenate([_as_gate(bk, dc)] * 3 + [_as_gate(bk, dh)], axis=1)
+    slopes = bk.binary("mul", bk.binary("add", gates, _tanh_shift(bk, bk.dtype(gates))),
+                       bk.binary("sub", 1.0, gates))
+    grad_a = bk.binary("mul", bk.binary("mul", incoming, partners), slopes)
+    return grad_a, bk.binary("mul", dc, f)  # c reaches the step before through f
+
+
+def _one_pass_takes(*arrays: Any) -> bool:
+    """Whether the compiled loop takes these: numpy arrays of one float dtype."""
+    dtype = arrays[0].dtype if type(arrays[0]) is np.ndarray else None
+    return dtype in _LOOP_DTYPES and all(type(a) is np.ndarray and a.dtype == dtype
+                                         for a in arrays)
+
+
+_LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _tanh_shift(bk: Any, dtype: Any) -> Any:
