@@ -15,7 +15,9 @@ matmul over every time step.
 
 Gate order is PyTorch's: the ``4H`` gate columns are ``i, f, g, o`` (input,
 forget, cell candidate, output), so ``weight_hh`` has shape ``(4H, H)``.
-Everything runs on backend primitives, so every device computes it.
+Everything runs on backend primitives, so every device computes it; on CPU (numpy)
+arrays each step's gate arithmetic is also one compiled pass (``gates_forward`` and
+``gates_backward`` below say which, and a test holds the two paths equal).
 """
 from __future__ import annotations
 
