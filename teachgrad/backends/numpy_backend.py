@@ -113,6 +113,31 @@ _RELU_SCALAR = 2048
 _LOOP_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 
+def _picks_whole_rows(shape: tuple, index: tuple, values: Array) -> bool:
+    """Whether ``index`` is one integer array choosing whole rows of ``shape``
+    (``values`` then holds one row per index)."""
+    if len(index) != 1 or type(index[0]) is not np.ndarray or index[0].dtype.kind not in "iu":
+        return False
+    return len(shape) >= 1 and values.shape == index[0].shape + tuple(shape[1:])
+
+
+def _add_rows(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """``out[rows[k]] += values[k]`` for every k, a row used twice collecting both.
+
+    What ``np.add.at`` does, several times faster for rows: sort the row numbers,
+    sum each run of equal ones with one ``reduceat``, write each sum once.
+    """
+    rows = rows.reshape(-1)
+    rows = np.where(rows < 0, rows + out.shape[0], rows)  # (-1 is the last row, as in numpy)
+    values = values.reshape((rows.size,) + out.shape[1:])
+    if rows.size == 0:
+        return
+    order = np.argsort(rows, kind="stable")  # (stable: the same order of additions each time)
+    sorted_rows = rows[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_rows[1:] != sorted_rows[:-1])))
+    out[sorted_rows[starts]] += np.add.reduceat(values[order], starts, axis=0)
+
+
 class NumpyBackend(Backend):
     name = "numpy"
     device_type = "cpu"
@@ -254,7 +279,10 @@ class NumpyBackend(Backend):
 
     def index_add(self, shape, dtype, index, values):
         out = np.zeros(shape, dtype=dtype)
-        np.add.at(out, index, values)
+        if _picks_whole_rows(shape, index, values):  # (an embedding's backward)
+            _add_rows(out, index[0], values)
+        else:
+            np.add.at(out, index, values)
         return out
 
     def setitem(self, x, index, value):

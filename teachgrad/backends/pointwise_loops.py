@@ -1,4 +1,5 @@
-"""One pass over memory for ``lerp_``, ``addcmul_`` and ``addcdiv_`` on large CPU arrays.
+"""One pass over memory for ``lerp_``, ``addcmul_`` and ``addcdiv_`` on large CPU arrays,
+and for an LSTM step's backward through its gates (``lstm_gates_backward``, at the end).
 
 Each of these updates does two or three arithmetic operations per element. numpy has
 no operation on three arrays, so the reference path (:meth:`Backend.addcmul_inplace`
@@ -46,3 +47,43 @@ def lerp(x, end, weight, weight_minus_one):
     else:
         for i in range(x.size):
             x[i] = (end[i] - x[i]) * weight_minus_one + end[i]
+
+
+@njit(**_OPTIONS)
+def lstm_gates_backward(gates, c_before, tanh_c, dh, dc, one, grad_gates, dc_before):
+    """One LSTM step's backward through its gates, in one pass (``ops/lstm.py`` has the
+    same arithmetic as whole-array operations, and the equations).
+
+    ``gates`` is ``(B, 4, H)`` (i, f, g, o after σ / tanh); ``c_before``, ``tanh_c`` (of
+    the new cell), ``dh`` (the gradient reaching h') and ``dc`` (reaching c' from the step
+    after) are ``(B, H)``. Writes the gradient of the gates' pre-activations into
+    ``grad_gates`` ``(B, 4, H)`` and the one reaching the old cell into ``dc_before``.
+    """
+    batch, _, hidden = gates.shape
+    for b in range(batch):
+        for k in range(hidden):
+            i, f, g, o = gates[b, 0, k], gates[b, 1, k], gates[b, 2, k], gates[b, 3, k]
+            t = tanh_c[b, k]
+            dh_k = dh[b, k]
+            dc_k = dc[b, k] + dh_k * (o * (one - t * t))       # h' = o tanh(c')
+            grad_gates[b, 0, k] = dc_k * g * (i * (one - i))     # c' = f c + i g, σ' = σ(1 - σ)
+            grad_gates[b, 1, k] = dc_k * c_before[b, k] * (f * (one - f))
+            grad_gates[b, 2, k] = dc_k * i * ((one + g) * (one - g))  # tanh' = 1 - tanh²
+            grad_gates[b, 3, k] = dh_k * t * (o * (one - o))
+            dc_before[b, k] = dc_k * f
+
+
+@njit(**_OPTIONS)
+def lstm_gates_forward(squashed, g, c, one, half, gates, c_new):
+    """One LSTM step's gates and new cell, in one pass, from ``squashed = tanh(a / 2)``
+    ``(B, 4, H)`` and ``g = tanh(a_g)`` ``(B, H)`` (numpy's vectorised tanh made both):
+    ``σ(a) = (1 + tanh(a/2)) / 2`` for i, f, o; writes the four gates into ``gates``
+    ``(B, 4, H)`` and ``c' = f c + i g`` into ``c_new``."""
+    batch, _, hidden = squashed.shape
+    for b in range(batch):
+        for k in range(hidden):
+            i = (one + squashed[b, 0, k]) * half
+            f = (one + squashed[b, 1, k]) * half
+            o = (one + squashed[b, 3, k]) * half
+            gates[b, 0, k], gates[b, 1, k], gates[b, 2, k], gates[b, 3, k] = i, f, g[b, k], o
+            c_new[b, k] = f * c[b, k] + i * g[b, k]

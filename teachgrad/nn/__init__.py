@@ -9,9 +9,11 @@
 * convolution and pooling (``conv.py``): :class:`Conv2d`, :class:`MaxPool2d`, :class:`AvgPool2d`;
 * normalisation (``norm.py``): :class:`BatchNorm1d`, :class:`BatchNorm2d`, :class:`LayerNorm`;
 * :class:`Embedding` (``sparse.py``);
+* recurrent layers (``recurrent.py``): :class:`RNN`, :class:`LSTM`, :class:`GRU`, and their
+  one-step cells (``recurrent_cells.py``): :class:`RNNCell`, :class:`LSTMCell`, :class:`GRUCell`;
 * :mod:`~teachgrad.nn.functional` (the same things as functions), :mod:`~teachgrad.nn.init`,
   ``arguments.py`` (the argument checks layers share) and
-  :mod:`~teachgrad.nn.utils` (``clip_grad_norm_``, ``clip_grad_value_``).
+  :mod:`~teachgrad.nn.utils` (``clip_grad_norm_``, ``clip_grad_value_``, ``rnn.pad_sequence``).
 """
 from . import functional, init
 from . import utils
@@ -23,6 +25,8 @@ from .module import Module
 from .norm import BatchNorm1d, BatchNorm2d, LayerNorm
 from .parameter import Parameter
 from .sparse import Embedding
+from .recurrent import GRU, LSTM, RNN, RNNBase
+from .recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from . import parallel  # noqa: E402  (DistributedDataParallel; MPI loads only when used)
 
 __all__ = [
@@ -31,6 +35,7 @@ __all__ = [
     "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss",
     "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
     "functional", "init", "utils",
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]
 
 

@@ -1,6 +1,8 @@
 """Matrix multiplication, with numpy's rules for 1-D and batched operands."""
 from __future__ import annotations
 
+import math
+
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
 
@@ -78,10 +80,13 @@ class Linear(Function):
     def forward(ctx: Context, x: Tensor, weight: Tensor, bias: Tensor | None = None):
         ctx.save_for_backward(x, weight)
         backend = ctx.backend
-        out = backend.matmul(x._array, backend.permute(weight._array, (1, 0)))
+        rows = x._array
+        if x.ndim > 2:  # a batch of sequences...: all rows to W, one matrix product, not one per item
+            rows = backend.reshape(rows, (math.prod(x.shape[:-1]), x.shape[-1]))
+        out = backend.matmul(rows, backend.permute(weight._array, (1, 0)))
         if bias is not None:
             backend.binary_inplace("add", out, bias._array)  # out is new: no copy needed
-        return out
+        return out if x.ndim <= 2 else backend.reshape(out, tuple(x.shape[:-1]) + (weight.shape[0],))
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
@@ -89,7 +94,9 @@ class Linear(Function):
         needs_x, needs_w, needs_b = ctx.needs_input_grad
         # leading dimensions of x (a batch, a sequence, ...) are all rows to W
         rows = grad.reshape(-1, grad.shape[-1])
-        dx = grad @ weight if needs_x else None
+        dx = rows @ weight if needs_x else None
+        if needs_x and x.ndim != 2:
+            dx = dx.reshape(x.shape)
         dw = rows.mT @ x.reshape(-1, x.shape[-1]) if needs_w else None
         db = rows.sum(0) if needs_b else None
         return dx, dw, db

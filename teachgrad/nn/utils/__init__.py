@@ -1,4 +1,5 @@
-"""``teachgrad.nn.utils``: gradient clipping, as ``torch.nn.utils``.
+"""``teachgrad.nn.utils``: gradient clipping, as ``torch.nn.utils``, and
+:mod:`~teachgrad.nn.utils.rnn` (``pad_sequence``).
 
 Call either between ``loss.backward()`` and ``optimizer.step()``::
 
@@ -13,6 +14,8 @@ from typing import Iterable
 
 import teachgrad as tg
 from teachgrad.tensor import Tensor
+
+from . import rnn  # noqa: F401  (tg.nn.utils.rnn.pad_sequence, as in PyTorch)
 
 
 def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
