@@ -307,7 +307,15 @@ CASES.table("shape", {
     "reshape_negative": lambda C, x: x.reshape(-2, 12), "permute_error": lambda C, x: x.permute(0, 1),
     "expand_error": lambda C, x: x.expand(3, 3, 4), "squeeze_dim_error": lambda C, x: x.squeeze(3),
     "cat_shape_error": lambda C, x: C.T.cat([x, x[:, :2]], 2),
+    "repeat": lambda C, x: x.repeat(2, 1, 3), "repeat_more_dims": lambda C, x: x[0].repeat(2, 1, 2),
+    "repeat_zero": lambda C, x: x.repeat(1, 0, 1), "repeat_as_tg": lambda C, x: x[:, 0].repeat(3, 2),
+    "repeat_too_few": lambda C, x: x.repeat(2, 2), "repeat_negative": lambda C, x: x.repeat(1, -1, 1),
 }, (A3,), grad=(0,))
+CASES.table("finite", {
+    "isnan": lambda C, x: C.T.isnan(x), "isinf": lambda C, x: x.isinf(),
+    "isfinite": lambda C, x: C.T.isfinite(x), "isfinite_int": lambda C, x: C.T.isfinite(C.tensor([1, -2, 3])),
+    "isinf_bool": lambda C, x: C.T.isinf(x > 0), "isnan_method": lambda C, x: (x * 0).isnan(),
+}, (np.array([1., np.nan, np.inf, -np.inf, 0., -0., 3e38], f32),))
 CASES.table("matmul", {
     "batched_broadcast": lambda C, a, b: a @ b[0],
     "vector_matrix": lambda C, a, b: a[0, 0] @ b[0],

@@ -28,9 +28,10 @@ from .dtypes import (  # noqa: E402
 )
 from .ops.functional import (  # noqa: E402
     abs, add, addcdiv, addcmul, all, amax, amin, any, argmax, argmin, bmm, cat, clamp, clip, clone,
-    cos, div, eq, exp, expand, flatten, ge, gt, le, lerp, log, log_softmax, lt, matmul, max,
-    maximum, mean, min, minimum, mm, mul, ne, neg, permute, pow, relu, reshape, sigmoid, sign,
-    sin, softmax, sqrt, squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where,
+    cos, div, eq, exp, expand, flatten, ge, gt, isfinite, isinf, isnan, le, lerp, log,
+    log_softmax, lt, matmul, max, maximum, mean, min, minimum, mm, mul, ne, neg, permute, pow,
+    relu, repeat, reshape, sigmoid, sign, sin, softmax, sqrt, squeeze, stack, sub, sum, t, tanh,
+    transpose, unsqueeze, where,
 )
 from .ops.diagonals import diag, diagonal, trace, tril, triu  # noqa: E402
 from .ops.gather_scatter import gather, index_add, index_select, scatter, scatter_add  # noqa: E402

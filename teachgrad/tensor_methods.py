@@ -47,7 +47,8 @@ _METHODS = {
     # shapes
     "reshape": F.reshape, "view": F.view, "flatten": F.flatten, "unsqueeze": F.unsqueeze,
     "squeeze": F.squeeze, "permute": F.permute, "transpose": F.transpose, "t": F.t,
-    "expand": F.expand, "contiguous": F.contiguous, "clone": F.clone,
+    "expand": F.expand, "contiguous": F.contiguous, "clone": F.clone, "repeat": F.repeat,
+    "isnan": F.isnan, "isinf": F.isinf, "isfinite": F.isfinite,
 }
 
 # Arithmetic operators take a shortcut when their operands need no promotion or

@@ -5,6 +5,7 @@ Tensor methods (``x.exp()``, ``x @ y``) are these same functions.
 """
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from typing import Any
 
@@ -17,8 +18,8 @@ from .dispatch import (
     normalize_dims, number_in_dtype, prepare_binary, require_float, scaled,
 )
 from .functional_shapes import (  # noqa: F401 (the shape operations are public here too)
-    cat, clone, contiguous, expand, flatten, permute, reshape, squeeze, stack, t, transpose,
-    unsqueeze, view,
+    cat, clone, contiguous, expand, flatten, permute, repeat, reshape, squeeze, stack, t,
+    transpose, unsqueeze, view,
 )
 
 # -- arithmetic ------------------------------------------------------------------
@@ -214,6 +215,26 @@ def eq(a: Any, b: Any) -> Tensor:
 
 def ne(a: Any, b: Any) -> Tensor:
     return _compare("ne", a, b)
+
+
+def isnan(a: Tensor) -> Tensor:
+    """Where ``a`` is NaN (a bool tensor): NaN is the one value not equal to itself."""
+    return _compare("ne", a, a)
+
+
+def isinf(a: Tensor) -> Tensor:
+    """Where ``a`` is ``inf`` or ``-inf`` (never, for integer and bool tensors)."""
+    if not a.dtype.is_floating_point:
+        return _compare("ne", a, a)
+    return _compare("eq", abs(a.detach()), math.inf)
+
+
+def isfinite(a: Tensor) -> Tensor:
+    """Where ``a`` is neither NaN nor ±inf: ``|a| < inf`` is false for exactly those (every
+    comparison with NaN is false)."""
+    if not a.dtype.is_floating_point:
+        return _compare("eq", a, a)
+    return _compare("lt", abs(a.detach()), math.inf)
 
 
 def lt(a: Any, b: Any) -> Tensor:

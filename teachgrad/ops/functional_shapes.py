@@ -144,6 +144,25 @@ def expand(a: Tensor, *shape: Any) -> Tensor:
     return sh.Expand.apply(a, full)
 
 
+def repeat(a: Tensor, *sizes: Any) -> Tensor:
+    """``a`` tiled ``sizes[i]`` times along each dimension (like ``np.tile``), as a copy.
+
+    Built from three shape operations, so it needs no backward of its own: a view with
+    a size-1 axis before each dimension, an expand of those axes to the counts (whose
+    gradient sums over the copies), and a reshape that merges each pair.
+    """
+    sizes = _shape_arg(sizes)
+    if len(sizes) < a.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           f"of dimensions of tensor (repeat{list(sizes)} of a {a.ndim}-D tensor)")
+    if any(r < 0 for r in sizes):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: repeat{list(sizes)}")
+    shape = (1,) * (len(sizes) - a.ndim) + tuple(a.shape)
+    paired = tuple(d for n in shape for d in (1, n))
+    copies = tuple(d for r, n in zip(sizes, shape) for d in (r, n))
+    return reshape(expand(reshape(a, paired), copies), tuple(r * n for r, n in zip(sizes, shape)))
+
+
 def contiguous(a: Tensor) -> Tensor:
     return sh.Contiguous.apply(a)
 

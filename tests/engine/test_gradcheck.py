@@ -465,3 +465,12 @@ def test_cross_entropy_and_nll_loss(data, shape, reduction):
                                             elements=st.integers(0, classes - 1))))
     assert gradcheck(lambda x: F.cross_entropy(x, target, reduction=reduction), (scores,))
     assert gradcheck(lambda x: F.nll_loss(x, target, reduction=reduction), (scores,))
+
+
+@pytest.mark.parametrize("sizes", [(2, 1, 3), (1, 2), (3, 1, 1, 2)])
+def test_repeat_gradcheck_and_matches_numpy_tile(sizes):
+    x = tg.tensor(np.random.default_rng(0).standard_normal((2, 3)), dtype=tg.float64,
+                  requires_grad=True)
+    assert gradcheck(lambda t: t.repeat(*sizes), (x,))
+    np.testing.assert_array_equal(x.repeat(sizes).detach().numpy(),
+                                  np.tile(x.detach().numpy(), sizes))
