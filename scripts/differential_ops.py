@@ -311,6 +311,14 @@ CASES.table("shape", {
     "repeat_zero": lambda C, x: x.repeat(1, 0, 1), "repeat_as_tg": lambda C, x: x[:, 0].repeat(3, 2),
     "repeat_too_few": lambda C, x: x.repeat(2, 2), "repeat_negative": lambda C, x: x.repeat(1, -1, 1),
 }, (A3,), grad=(0,))
+CASES.table("logical", {
+    "and": lambda C, x, y: (x > 0) & (y > 0), "or": lambda C, x, y: (x > 0) | (y[0] > 0),
+    "xor": lambda C, x, y: (x > 0) ^ (y > 0), "invert": lambda C, x, y: ~(x > 0),
+    "and_python_bool": lambda C, x, y: (x > 0) & True, "ror_python_bool": lambda C, x, y: False | (x > 0),
+    "logical_and_floats": lambda C, x, y: C.T.logical_and(x, y), "logical_or_method": lambda C, x, y: x.logical_or(y * 0),
+    "logical_xor_ints": lambda C, x, y: C.T.logical_xor(x.long(), y.long()),
+    "logical_not": lambda C, x, y: C.T.logical_not(x), "logical_not_method": lambda C, x, y: (x > 0).logical_not(),
+}, (np.array([[1., 0., -2.], [0.5, 0., 3.]], f32), np.array([[0., 0., 1.], [-1., 2., 0.]], f32)))
 CASES.table("finite", {
     "isnan": lambda C, x: C.T.isnan(x), "isinf": lambda C, x: x.isinf(),
     "isfinite": lambda C, x: C.T.isfinite(x), "isfinite_int": lambda C, x: C.T.isfinite(C.tensor([1, -2, 3])),

@@ -14,7 +14,7 @@ from . import dtypes, tensor_inplace  # noqa: F401  (tensor_inplace attaches add
 from .autograd import lean
 from .device import Device, as_device
 from .ops import counting, elementwise as ew, functional as F, norms, sampling, statistics
-from .ops import diagonals, gather_scatter, masked, scans, sorting, splitting
+from .ops import diagonals, gather_scatter, logical, masked, scans, sorting, splitting
 from .ops.convert import to as _convert
 from .ops.indexing import setitem as _setitem
 from .tensor import Tensor
@@ -67,7 +67,7 @@ for _op, _full, _fn in (("neg", F.neg, ew.Neg), ("exp", F.exp, ew.Exp), ("log", 
     _METHODS["__neg__" if _op == "neg" else _op] = lean.unary_method(_op, _full, _fn)
 
 # sorting, gathering and scattering, running totals, matrix parts, splitting
-for _module in (sorting, gather_scatter, masked, scans, diagonals, splitting):
+for _module in (sorting, gather_scatter, masked, scans, diagonals, splitting, logical):
     _METHODS.update(_module.TENSOR_METHODS)
 
 def _format(self: Tensor, spec: str) -> str:

@@ -364,3 +364,11 @@ def test_statistics_and_einsum_compile_and_follow_new_inputs():
     for values in ([1., 2., 2.], [3., 3., 1.], [0.5, -4., 0.5]):
         t = tg.tensor(values, dtype=tg.float64)
         assert compiled(t).item() == pytest.approx(f(t).item())
+
+
+def test_bitwise_operators_on_integers_are_refused_with_the_logical_alternative():
+    with pytest.raises(TypeError, match=r"& between bool tensors.*tg.logical_and"):
+        tg.tensor([1, 2]) & tg.tensor([1, 0])
+    with pytest.raises(TypeError, match=r"~ on bool tensors.*tg.logical_not"):
+        ~tg.tensor([1.0])
+    assert (tg.tensor([True]) & tg.tensor([False])).dtype == tg.bool
