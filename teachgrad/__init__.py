@@ -29,6 +29,7 @@ from .ops.functional import (  # noqa: E402
     maximum, mean, min, minimum, mm, mul, ne, neg, permute, pow, relu, reshape, sigmoid, sign,
     sin, softmax, sqrt, squeeze, stack, sub, sum, t, tanh, transpose, unsqueeze, where,
 )
+from .ops.functional import erf, expm1, log1p  # noqa: E402
 from .generator import Generator  # noqa: E402
 from .random import manual_seed  # noqa: E402
 from .serialization import load, save  # noqa: E402

@@ -34,6 +34,7 @@ Scalar = int | float | bool
 UNARY_OPS = (
     "neg", "exp", "log", "sqrt", "abs", "sin", "cos", "tanh", "sigmoid",
     "relu", "sign", "step",  # step(x) = 1 where x > 0 else 0 (relu's derivative)
+    "erf", "log1p", "expm1",  # GELU's error function; log(1+x), e^x-1 exact near x = 0
 )
 #: Elementwise functions of two arguments, by name (broadcasting).
 BINARY_OPS = (

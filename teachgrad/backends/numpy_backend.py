@@ -26,6 +26,8 @@ _UNARY = {
     "cos": np.cos,
     "tanh": np.tanh,
     "sign": np.sign,
+    "log1p": np.log1p,
+    "expm1": np.expm1,
 }
 _BINARY = {
     "add": np.add,
@@ -148,6 +150,9 @@ class NumpyBackend(Backend):
             return np.maximum(x, _zeros(x))
         if op == "step":
             return _array((x > 0).astype(x.dtype))
+        if op == "erf":  # no numpy call: a compiled loop over the C library's erf
+            from .erf_loop import erf
+            return erf(x)
         raise KeyError(op)
 
     def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:

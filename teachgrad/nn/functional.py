@@ -322,6 +322,9 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor,
 
 
 # -- layers with a file of their own (each module holds its layer class too) --
+from .activations import elu, elu_, gelu, leaky_relu, leaky_relu_, silu, softplus  # noqa: E402
+from .adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d  # noqa: E402
+from .group_norm import group_norm  # noqa: E402
 from .conv import avg_pool2d, conv2d, max_pool2d  # noqa: E402
 from .norm import batch_norm, layer_norm  # noqa: E402
 from .sparse import embedding  # noqa: E402

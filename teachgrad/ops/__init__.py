@@ -6,6 +6,7 @@
 - :mod:`.indexing` — ``x[...]`` and its backward (scatter-add)
 - :mod:`.linalg` — matmul
 - :mod:`.activation` — softmax, log_softmax
+- :mod:`.pointwise_activation` — gelu, silu, elu, softplus, leaky_relu; erf, log1p, expm1
 - :mod:`.convert` — ``.to(device)`` and ``.to(dtype)``
 - :mod:`.functional` — the public functions (``tg.exp``...) that check arguments and call the Functions
 """
