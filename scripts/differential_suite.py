@@ -8,6 +8,7 @@ imports torch.
 from __future__ import annotations
 
 import differential_nn
+import differential_nn_layers
 import differential_ops
 from differential_cases import Case
 
@@ -15,6 +16,7 @@ from differential_cases import Case
 def all_cases() -> list[Case]:
     """Every case, from the tables in ``differential_ops.py`` and ``differential_nn.py``."""
     found = list(differential_ops.CASES) + list(differential_nn.CASES)
+    found += list(differential_nn_layers.CASES)
     names = [c.name for c in found]
     duplicated = {n for n in names if names.count(n) > 1}
     if duplicated:

@@ -7,17 +7,17 @@ input rows pools rows ``start = floor(i * size / out)`` up to ``end = ceil((i + 
 size / out)`` (exclusive), PyTorch's formula: the windows cover every row, and
 neighbours overlap by a row where ``out`` does not divide ``size``.
 
-* The average over a window of rows and columns is the average of the rows' averages
-  of the columns: a matrix ``P`` (``out x size``, ``1/len`` on each window) per
-  direction, and ``P_rows @ image @ P_cols.T`` is the whole pooling, two matrix products
-  autograd differentiates as any other.
-* The maximum needs the windows themselves: each output cell's window is read out with
-  one integer index (windows shorter than the longest repeat their last element, which
-  cannot change a maximum), then ``max`` over it. Its gradient goes to the one element
-  that won (the first, on ties), as in PyTorch.
+Both read every output cell's window out of the image with one integer index (a table
+of positions, worked out once on the host), the shorter windows padded to the longest
+with a filler that cannot change the result: 0 for the average (a sum, divided by the
+window's own size), -inf for the maximum. Autograd differentiates the indexing (its
+backward adds each gradient back where the value came from, overlaps included), the
+sum and ``max``, whose gradient goes to the one element that won (the first, on ties),
+as in PyTorch.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -79,38 +79,51 @@ def _image(name: str, input: Any) -> tuple[Tensor, bool]:
     return (input.unsqueeze(0), True) if input.ndim == 3 else (input, False)
 
 
-def _averaging_matrix(size: int, out: int, like: Tensor) -> Tensor:
-    """``(out, size)``: row ``i`` holds ``1/len`` on window ``i``, zeros elsewhere."""
-    matrix = np.zeros((out, size))
-    for i, (start, end) in enumerate(window_bounds(size, out)):
-        matrix[i, start:end] = 1.0 / (end - start)
-    return tg.tensor(matrix, dtype=like.dtype, device=like.device)
+def _window_table(size: tuple[int, int], out: tuple[int, int]) -> np.ndarray:
+    """``(out_h, out_w, kh * kw)``: the flat positions ``h * W + w`` of each output cell's
+    window in row-major order; a window smaller than the largest is padded with the
+    position ``H * W``, one past the image (where :func:`_windows` puts a filler)."""
+    row_windows = window_bounds(size[0], out[0])
+    col_windows = window_bounds(size[1], out[1])
+    kh = max(end - start for start, end in row_windows)
+    kw = max(end - start for start, end in col_windows)
+    past_the_end = size[0] * size[1]
+    table = np.full((out[0], out[1], kh, kw), past_the_end, dtype=np.int64)
+    for i, (top, bottom) in enumerate(row_windows):
+        for j, (left, right) in enumerate(col_windows):
+            rows = np.arange(top, bottom)[:, None]
+            table[i, j, :bottom - top, :right - left] = rows * size[1] + np.arange(left, right)
+    return table.reshape(out[0], out[1], kh * kw)
+
+
+def _windows(image: Tensor, out: tuple[int, int], filler: float) -> tuple[Tensor, np.ndarray]:
+    """Every output cell's window read out of ``image``: ``(N, C, out_h, out_w, kh * kw)``,
+    the padding places holding ``filler`` (0 for a sum, -inf for a maximum); and the table."""
+    n, channels, height, width = image.shape
+    table = _window_table((height, width), out)
+    pad = tg.full((n, channels, 1), filler, dtype=image.dtype, device=image.device)
+    flat = tg.cat([image.reshape(n, channels, height * width), pad], dim=2)
+    return flat[:, :, tg.tensor(table, device=image.device)], table
+
+
+def _empty_output(image: Tensor, out: tuple[int, int]) -> Tensor:
+    """A pooling with no output cell (``output_size`` 0): still a result of ``image``'s graph."""
+    n, channels = image.shape[:2]
+    return image.reshape(n, channels, -1)[:, :, :0].reshape(n, channels, *out)
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: OutputSize) -> Tensor:
     """The mean of each adaptive window (see the module's text), as ``F.adaptive_avg_pool2d``."""
     image, unbatched = _image("adaptive_avg_pool2d", input)
     height, width = image.shape[2:]
-    out_h, out_w = _output_pair("adaptive_avg_pool2d", output_size, (height, width))
-    rows = _averaging_matrix(height, out_h, image)  # (out_h, H)
-    cols = _averaging_matrix(width, out_w, image)  # (out_w, W)
-    pooled = rows @ image @ cols.T  # (N, C, out_h, out_w)
+    out = _output_pair("adaptive_avg_pool2d", output_size, (height, width))
+    if min(out) == 0:
+        pooled = _empty_output(image, out)
+    else:
+        windows, table = _windows(image, out, 0.0)
+        areas = (table < height * width).sum(axis=2)  # how many real positions per window
+        pooled = windows.sum(dim=-1) / tg.tensor(areas, dtype=image.dtype, device=image.device)
     return pooled.squeeze(0) if unbatched else pooled
-
-
-def _window_table(size: tuple[int, int], out: tuple[int, int]) -> np.ndarray:
-    """``(out_h, out_w, kh * kw)``: the flat positions ``h * W + w`` of each output cell's
-    window in row-major order, short windows padded with their last position."""
-    row_windows = window_bounds(size[0], out[0])
-    col_windows = window_bounds(size[1], out[1])
-    kh = max((end - start for start, end in row_windows), default=0)
-    kw = max((end - start for start, end in col_windows), default=0)
-    rows = np.array([[min(start + k, end - 1) for k in range(kh)] for start, end in row_windows],
-                    dtype=np.int64).reshape(out[0], kh)
-    cols = np.array([[min(start + k, end - 1) for k in range(kw)] for start, end in col_windows],
-                    dtype=np.int64).reshape(out[1], kw)
-    flat = rows[:, None, :, None] * size[1] + cols[None, :, None, :]  # (out_h, out_w, kh, kw)
-    return flat.reshape(out[0], out[1], kh * kw)
 
 
 def adaptive_max_pool2d(input: Tensor, output_size: OutputSize,
@@ -120,19 +133,17 @@ def adaptive_max_pool2d(input: Tensor, output_size: OutputSize,
     if not isinstance(return_indices, bool):
         raise TypeError(f"adaptive_max_pool2d: return_indices must be a bool, got {return_indices!r}")
     image, unbatched = _image("adaptive_max_pool2d", input)
-    n, channels, height, width = image.shape
-    out_h, out_w = _output_pair("adaptive_max_pool2d", output_size, (height, width))
-    if out_h == 0 or out_w == 0:  # no windows at all: an empty result of the right shape
-        pooled = image.reshape(n, channels, -1)[:, :, :0].reshape(n, channels, out_h, out_w)
-        indices = tg.zeros((n, channels, out_h, out_w), dtype=tg.int64, device=image.device)
+    out = _output_pair("adaptive_max_pool2d", output_size, tuple(image.shape[2:]))
+    if min(out) == 0:  # no windows at all: empty results of the right shape
+        pooled = _empty_output(image, out)
+        indices = tg.zeros(tuple(pooled.shape), dtype=tg.int64, device=image.device)
     else:
-        table = _window_table((height, width), (out_h, out_w))
-        windows = image.reshape(n, channels, height * width)[:, :, tg.tensor(table, device=image.device)]
-        pooled, winner = windows.max(dim=-1)  # winner: which element of the window
-        if return_indices:
+        windows, table = _windows(image, out, -math.inf)
+        pooled, winner = windows.max(dim=-1)  # winner: the place in the window (the first, on ties)
+        if return_indices:  # that place's position in the image, looked up in the table
             positions = tg.tensor(table, device=image.device)
-            row = tg.arange(out_h, device=image.device).reshape(out_h, 1)
-            col = tg.arange(out_w, device=image.device).reshape(1, out_w)
+            row = tg.arange(out[0], device=image.device).reshape(out[0], 1)
+            col = tg.arange(out[1], device=image.device).reshape(1, out[1])
             indices = positions[row, col, winner]
     if unbatched:
         pooled = pooled.squeeze(0)
