@@ -71,7 +71,7 @@ CASES.table("activation_module", {
 
 def _in_place_in_graph(name, **kw):
     """``F.<name>(.., inplace=True)`` on a result inside the graph: PyTorch's values and
-    gradients (teachgrad returns a new tensor there, see ``nn.functional._result``)."""
+    gradients (teachgrad returns a new tensor there, see ``nn.inplace.inplace_result``)."""
     return lambda C, x: getattr(C.F, name)(x * 2, inplace=True, **kw) * 3
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from teachgrad.ops import pointwise_activation as pa
 from teachgrad.tensor import Tensor
 
-from .functional import _result
+from .inplace import inplace_result as _result
 from .module import Module
 
 APPROXIMATIONS = ("none", "tanh")

@@ -13,6 +13,8 @@ from teachgrad.ops.linalg import Linear as LinearFunction
 from teachgrad.ops.loss import NLLLoss
 from teachgrad.tensor import Tensor
 
+from .inplace import inplace_result as _result
+
 REDUCTIONS = ("mean", "sum", "none")
 
 
@@ -86,27 +88,6 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return _result(input, input * 0.0, inplace)
     keep = tg.rand(tuple(input.shape), device=input.device) >= p  # True with probability 1 - p
     return _result(input, input * keep.to(input.dtype) * (1.0 / (1.0 - p)), inplace)
-
-
-def _result(input: Tensor, result: Tensor, inplace: bool) -> Tensor:
-    """``result``, or with ``inplace=True`` written over ``input`` (which is returned).
-
-    teachgrad cannot record an in-place change inside the graph. So when ``input``
-    was made by a recorded operation (``nn.ReLU(inplace=True)`` in training), the
-    result comes back as a new tensor instead: the value and the gradients are
-    PyTorch's, only ``input`` itself keeps its old values. Use the returned tensor.
-    """
-    if not inplace:
-        return result
-    if tg.is_grad_enabled() and input.requires_grad and not input.is_leaf:
-        return result
-    if tg.is_grad_enabled() and input.requires_grad:
-        raise RuntimeError(
-            "inplace=True would overwrite a leaf tensor that requires grad (a parameter or an "
-            "input made with requires_grad=True), which autograd forbids. Fix: pass "
-            "inplace=False (the default), or call it under tg.no_grad()."
-        )
-    return input.copy_(result)
 
 
 def _target_range(target: Tensor, ignore_index: int) -> tuple[int, int, bool]:
