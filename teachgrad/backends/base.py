@@ -189,6 +189,12 @@ class Backend(ABC):
     # ``weight`` are floats already rounded to that dtype. These defaults are the plain
     # sequence of primitives (one temporary array, two or three passes over memory); a
     # backend may do the same arithmetic in one pass, in the same order.
+    def fused_activation(self, name: str, x: Array, grad: Array | None = None) -> Array | None:
+        """The activation ``name`` ("gelu", "gelu_tanh") of ``x`` or, given ``grad``, its
+        input gradient, in one compiled pass; None where this backend has no such pass (the
+        Function then composes primitives: see ``ops/pointwise_activation.py``)."""
+        return None
+
     def addcmul_inplace(self, x: Array, a: Array, b: Array, value: float) -> None:
         """In place: ``x = x + (a * b) * value``."""
         self._add_scaled(x, self.binary("mul", a, b), value)

@@ -194,6 +194,12 @@ class NumpyBackend(Backend):
         else:
             super().lerp_inplace(x, end, weight)
 
+    def fused_activation(self, name, x, grad=None):
+        if not self._one_pass(x, *(() if grad is None else (grad,))):
+            return None  # small or strided: numpy's passes (and no compiling for a few floats)
+        from . import activation_loops
+        return activation_loops.run(name, x, grad)
+
     def _one_pass(self, x: np.ndarray, *others: np.ndarray) -> bool:
         """Whether the compiled loops take these: large enough, float32 or float64, all of
         one dtype and shape, C-contiguous, and no operand overlapping ``x`` other than

@@ -72,17 +72,26 @@ class Expm1(Function):
 
 class Gelu(Function):
     rule = "∂(a·Φ(a))/∂a = Φ(a) + a·φ(a)   (Φ, φ: the standard normal's CDF and density)"
+    fused = "gelu"  # the name of the one-pass loop a backend may have (Backend.fused_activation)
 
     @staticmethod
     def forward(ctx: Context, a: Tensor):
         ctx.save_for_backward(a)
-        b, x = ctx.backend, a._array
+        fused = ctx.backend.fused_activation(Gelu.fused, a._array)
+        return fused if fused is not None else Gelu.compose(ctx.backend, a._array)
+
+    @staticmethod
+    def compose(b, x):
+        """``x * Phi(x)`` from the backend's primitives."""
         cdf = b.binary("mul", b.binary("add", b.unary("erf", b.binary("mul", x, SQRT_HALF)), 1.0), 0.5)
         return b.binary("mul", x, cdf)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         (a,) = ctx.saved_tensors
+        fused = _fused_backward(ctx, Gelu.fused, a, grad)
+        if fused is not None:
+            return fused
         cdf = ((a * SQRT_HALF).erf() + 1) * 0.5
         pdf = (a * a * -0.5).exp() * NORMAL_PDF_SCALE
         return grad * (cdf + a * pdf)
@@ -90,11 +99,17 @@ class Gelu(Function):
 
 class GeluTanh(Function):
     rule = "a·(1 + tanh(u))/2 with u = √(2/π)(a + 0.044715a³):  ∂/∂a = (1+t)/2 + a/2·(1−t²)·u′"
+    fused = "gelu_tanh"
 
     @staticmethod
     def forward(ctx: Context, a: Tensor):
         ctx.save_for_backward(a)
-        b, x = ctx.backend, a._array
+        fused = ctx.backend.fused_activation(GeluTanh.fused, a._array)
+        return fused if fused is not None else GeluTanh.compose(ctx.backend, a._array)
+
+    @staticmethod
+    def compose(b, x):
+        """``x * (1 + tanh(u)) / 2`` from the backend's primitives."""
         cube = b.binary("mul", b.binary("mul", x, x), x)
         inner = b.binary("mul", b.binary("add", x, b.binary("mul", cube, TANH_GELU_CUBIC)),
                          TANH_GELU_SCALE)
@@ -103,10 +118,21 @@ class GeluTanh(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         (a,) = ctx.saved_tensors
+        fused = _fused_backward(ctx, GeluTanh.fused, a, grad)
+        if fused is not None:
+            return fused
         square = a * a
         t = ((a + square * a * TANH_GELU_CUBIC) * TANH_GELU_SCALE).tanh()
         inner_slope = (square * (3 * TANH_GELU_CUBIC) + 1) * TANH_GELU_SCALE
         return grad * ((t + 1) * 0.5 + a * 0.5 * ((1 - t * t) * inner_slope))
+
+
+def _fused_backward(ctx: Context, name: str, a: Tensor, grad: Tensor) -> Tensor | None:
+    """The backend's one-pass gradient of ``name`` as a tensor, or None if it has none."""
+    if grad.dtype is not a.dtype or tuple(grad.shape) != tuple(a.shape):
+        return None
+    out = ctx.backend.fused_activation(name, a._array, grad._array)
+    return None if out is None else Tensor._make(out, ctx.backend, grad.device)
 
 
 # -- SiLU (swish): x times its own sigmoid -----------------------------------------------------

@@ -136,3 +136,31 @@ def test_inplace_on_a_leaf_that_requires_grad_is_refused_before_anything_changes
 def test_bad_arguments_are_refused_with_the_fix(call, error, message):
     with pytest.raises(error, match=message):
         call(tg.tensor([1.0, -1.0]))
+
+
+@pytest.mark.parametrize("dtype, tol", [(tg.float32, 2e-6), (tg.float64, 1e-13)])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_one_pass_gelu_loops_give_the_composed_formula_s_numbers(dtype, tol, approximate):
+    # large arrays take the CPU backends' compiled loops (backends/activation_loops.py);
+    # pieces of 1000 elements take the primitives: values and gradients must agree
+    values = np.concatenate([rng.standard_normal(40_000) * 3, [0.0, -0.0, 6.0, -6.0, 1e4, -1e4]])
+    weights = rng.standard_normal(values.size)
+    whole = tg.tensor(values, dtype=dtype, requires_grad=True)
+    fused = F.gelu(whole, approximate=approximate)
+    (fused * tg.tensor(weights, dtype=dtype)).sum().backward()
+    for start in range(0, values.size, 1000):
+        piece = tg.tensor(values[start:start + 1000], dtype=dtype, requires_grad=True)
+        y = F.gelu(piece, approximate=approximate)
+        (y * tg.tensor(weights[start:start + 1000], dtype=dtype)).sum().backward()
+        np.testing.assert_allclose(y.detach().numpy(), fused[start:start + 1000].detach().numpy(),
+                                   rtol=tol, atol=tol)
+        np.testing.assert_allclose(piece.grad.numpy(), whole.grad[start:start + 1000].numpy(),
+                                   rtol=tol, atol=tol)
+
+
+def test_only_large_contiguous_arrays_take_the_one_pass_loops():
+    backend = tg.tensor([1.0])._backend
+    small, large = np.ones(100, np.float32), np.ones(1 << 15, np.float32)
+    assert backend.fused_activation("gelu", small) is None
+    assert backend.fused_activation("gelu", large[::2]) is None  # strided
+    assert backend.fused_activation("gelu", large) is not None
