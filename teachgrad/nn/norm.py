@@ -10,14 +10,16 @@ over:
 * layer norm: over the last dimensions of each sample, the same in training
   and evaluation (so no running statistics).
 
-Both are written with ordinary tensor operations (mean, subtract, square,
-sqrt): autograd differentiates them, no backward of their own is needed.
+Batch norm is written with ordinary tensor operations (mean, subtract, square,
+sqrt): autograd differentiates them. Layer norm, in every transformer block, is one
+Function whose backward is written out (:mod:`teachgrad.ops.normalization`).
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 import teachgrad as tg
+from teachgrad.ops.normalization import LayerNorm as LayerNormFunction
 from teachgrad.tensor import Tensor
 
 from .arguments import check_like
@@ -116,14 +118,9 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
                                f"got {tuple(t.shape)}")
     check_like("layer_norm", input, {"weight": weight, "bias": bias})
     axes = tuple(range(input.ndim - len(shape), input.ndim))
-    mean = input.mean(dim=axes, keepdim=True)
-    var = ((input - mean) ** 2).mean(dim=axes, keepdim=True)
-    out = (input - mean) / (var + eps).sqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    # one Function with its backward written out (ops/normalization.py): the same numbers
+    # as mean, subtract, square, sqrt and divide, at a fraction of their backward's passes
+    return LayerNormFunction.apply(input, weight, bias, axes, float(eps))
 
 
 def _normalized_shape(normalized_shape: Any) -> tuple[int, ...]:

@@ -20,7 +20,8 @@ import numpy as np
 from ..jit.ir import Graph, Node, Ref
 from ..jit.ops import Compare
 from ..nn import conv
-from ..ops import activation, convert, elementwise as ew, linalg, reduce as red, shape as sh
+from ..ops import activation, convert, elementwise as ew, linalg, normalization, reduce as red
+from ..ops import shape as sh
 from . import layers
 
 SAME_NAME = {ew.Add: "Add", ew.Sub: "Sub", ew.Mul: "Mul", ew.Div: "Div", ew.Pow: "Pow",
@@ -294,6 +295,22 @@ class Writer:
     def embedding(self, node: Node, weight: Ref, indices: Ref, padding_idx: Any) -> None:
         self.emit("Gather", [self.name(weight), self.name(indices)], node, axis=0)
 
+    def layer_norm(self, node: Node, x: Ref, weight: Any, bias: Any, axes: Any, eps: float) -> None:
+        """Layer norm spelled out (ONNX's LayerNormalization needs opset 17; this runs on all)."""
+        def step(op: str, inputs: list[str], suffix: str | None, **attrs: Any) -> str:
+            return self.emit(op, inputs, node, None if suffix is None else self.temp(node, suffix), **attrs)
+
+        mean = step("ReduceMean", [self.name(x)], "mean", axes=list(axes), keepdims=1)
+        centered = step("Sub", [self.name(x), mean], "centered")
+        var = step("ReduceMean", [step("Mul", [centered, centered], "square")], "var",
+                   axes=list(axes), keepdims=1)
+        std = step("Sqrt", [step("Add", [var, self.value(eps, node)], "var_eps")], "std")
+        then = [("Mul", weight), ("Add", bias)]
+        then = [(op, operand) for op, operand in then if operand is not None]
+        out = step("Div", [centered, std], "normalized" if then else None)
+        for i, (op, operand) in enumerate(then):
+            out = step(op, [out, self.name(operand)], op.lower() if i < len(then) - 1 else None)
+
 
 TRANSLATIONS = {
     Compare: Writer.compare, linalg.Linear: Writer.linear,
@@ -303,4 +320,5 @@ TRANSLATIONS = {
     sh.Cat: Writer.cat, convert.Cast: Writer.cast, ew.Clamp: Writer.clamp,
     layers.Conv2dLayer: Writer.conv2d, layers.MaxPool2dLayer: Writer.max_pool2d,
     layers.AvgPool2dLayer: Writer.avg_pool2d, layers.EmbeddingLayer: Writer.embedding,
+    normalization.LayerNorm: Writer.layer_norm,
 }
