@@ -11,7 +11,6 @@ import pytest
 import teachgrad.nn.functional as F
 from teachgrad import nn
 from teachgrad.autograd import gradcheck
-from teachgrad.backends import get_cpu_backend, set_cpu_backend
 
 rng = np.random.default_rng(11)
 # away from the kinks at 0 and from softplus's threshold (1 below), where finite
@@ -32,14 +31,6 @@ FUNCTIONS = {
     "expm1": tg.expm1,
 }
 
-
-@pytest.fixture(params=["cpu", "numba", "cuda"])
-def device(request):
-    previous = get_cpu_backend()
-    if request.param == "numba":
-        set_cpu_backend("numba")
-    yield "cuda" if request.param == "cuda" else "cpu"
-    set_cpu_backend(previous)
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)

@@ -9,7 +9,6 @@ import pytest
 import teachgrad.nn.functional as F
 from teachgrad import nn
 from teachgrad.autograd import gradcheck
-from teachgrad.backends import get_cpu_backend, set_cpu_backend
 from teachgrad.nn.adaptive_pool import window_bounds
 
 rng = np.random.default_rng(5)
@@ -18,14 +17,6 @@ rng = np.random.default_rng(5)
 def T(*shape, device="cpu"):
     return tg.tensor(rng.standard_normal(shape), dtype=tg.float64, device=device, requires_grad=True)
 
-
-@pytest.fixture(params=["cpu", "numba", "cuda"])
-def device(request):
-    previous = get_cpu_backend()
-    if request.param == "numba":
-        set_cpu_backend("numba")
-    yield "cuda" if request.param == "cuda" else "cpu"
-    set_cpu_backend(previous)
 
 
 # (name, function, input shapes on cpu, input shapes on cuda: the simulator wants tiny ones)
