@@ -24,12 +24,14 @@ from types import ModuleType
 from ..autograd.function import Function
 from ..ops import (activation, conv, convert, elementwise, embedding, indexing, linalg, loss,
                    reduce, shape)
+from ..ops import normalization, pointwise_activation
 from . import ops as jit_ops
 
 #: The modules whose Functions a graph file may name (add a new ops module here).
 BUILTIN_MODULES: tuple[ModuleType, ...] = (
     elementwise, reduce, shape, indexing, conv, activation, linalg, convert, embedding, loss,
-    jit_ops)
+    jit_ops,
+    pointwise_activation, normalization)
 
 # A registered name is ``module.path:Qual.Name`` made of plain identifiers.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:"
