@@ -1,4 +1,4 @@
-"""GELU's forward and backward in one pass over memory, for the CPU backends.
+"""GELU's (and softmax's) forward and backward in one pass over memory, for the CPU backends.
 
 Composed from primitives, GELU is about five whole-array passes forward (scale, erf,
 add, multiply, multiply) and ten backward; on a transformer's MLP activations (half a
@@ -105,12 +105,63 @@ def _density(x: np.ndarray) -> np.ndarray:
     return np.exp(e, out=e)
 
 
+@njit(**_OPTIONS)
+def _subtract_row_max(out, rows):
+    """``out[r] = rows[r] - max(rows[r])`` (2-D, C order): what keeps ``exp`` from overflowing."""
+    for r in range(rows.shape[0]):
+        top = rows[r, 0]
+        for j in range(1, rows.shape[1]):
+            v = rows[r, j]
+            if v > top or v != v:  # NaN wins, as numpy's max
+                top = v
+        for j in range(rows.shape[1]):
+            out[r, j] = rows[r, j] - top
+
+
+@njit(**_OPTIONS)
+def _divide_by_row_sum(e):
+    for r in range(e.shape[0]):
+        total = e[r, 0] * 0
+        for j in range(e.shape[1]):
+            total += e[r, j]
+        for j in range(e.shape[1]):
+            e[r, j] = e[r, j] / total
+
+
+@njit(**_OPTIONS)
+def softmax_backward(out, s, grad):
+    """``out = s * (grad - sum(grad * s))`` row by row, given the softmax ``s``."""
+    for r in range(s.shape[0]):
+        dot = s[r, 0] * 0
+        for j in range(s.shape[1]):
+            dot += grad[r, j] * s[r, j]
+        for j in range(s.shape[1]):
+            out[r, j] = s[r, j] * (grad[r, j] - dot)
+
+
+def softmax(x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
+    """Softmax over the last axis (``x``: the input), or with ``grad`` its input gradient
+    (``x``: then softmax's own output). Three passes forward (numpy's exp between two
+    loops), one backward; composed from primitives it is five and four."""
+    rows = x.reshape(-1, x.shape[-1])
+    out = np.empty_like(rows)
+    if grad is None:
+        _subtract_row_max(out, rows)
+        np.exp(out, out=out)
+        _divide_by_row_sum(out)
+    else:
+        softmax_backward(out, rows, grad.reshape(rows.shape))
+    return out.reshape(x.shape)
+
+
 def run(name: str, x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
     """``name`` ("gelu" or "gelu_tanh") of ``x``, or with ``grad`` its input gradient.
 
     The exponential and tanh are numpy's (vectorised; numba's are a C library call per
     element, ten to forty times slower), each in one scratch array; the rest is one loop.
     """
+    if name == "softmax":
+        return softmax(x, grad)
     flat = x.reshape(-1)
     out = np.empty_like(flat)
     single = x.dtype == np.float32

@@ -195,7 +195,7 @@ class NumpyBackend(Backend):
             super().lerp_inplace(x, end, weight)
 
     def fused_activation(self, name, x, grad=None):
-        if not self._one_pass(x) or (grad is not None and grad.shape != x.shape):
+        if x.size == 0 or not self._one_pass(x) or (grad is not None and grad.shape != x.shape):
             return None  # small or strided: numpy's passes (and no compiling for a few floats)
         if grad is not None:  # (the loops only read it: a broadcast one, from a sum, is copied)
             grad = np.ascontiguousarray(grad, dtype=x.dtype)

@@ -155,3 +155,22 @@ def test_only_large_contiguous_arrays_take_the_one_pass_loops():
     assert backend.fused_activation("gelu", small) is None
     assert backend.fused_activation("gelu", large[::2]) is None  # strided
     assert backend.fused_activation("gelu", large) is not None
+
+
+@pytest.mark.parametrize("dtype, tol", [(tg.float32, 1e-6), (tg.float64, 1e-14)])
+def test_one_pass_softmax_over_the_last_dim_gives_the_composed_numbers(dtype, tol):
+    # (the same loops file: softmax over the last dimension of a large array takes it)
+    values = rng.standard_normal((400, 50)) * 4
+    values[3, :10] = -np.inf  # a causal mask's entries
+    weights = rng.standard_normal(values.shape)
+    whole = tg.tensor(values, dtype=dtype, requires_grad=True)
+    out = whole.softmax(-1)
+    (out * tg.tensor(weights, dtype=dtype)).sum().backward()
+    for start in range(0, 400, 20):  # 20 rows: below the one-pass size, so composed
+        piece = tg.tensor(values[start:start + 20], dtype=dtype, requires_grad=True)
+        y = piece.softmax(-1)
+        (y * tg.tensor(weights[start:start + 20], dtype=dtype)).sum().backward()
+        np.testing.assert_allclose(out[start:start + 20].detach().numpy(), y.detach().numpy(),
+                                   rtol=tol, atol=tol)
+        np.testing.assert_allclose(whole.grad[start:start + 20].numpy(), piece.grad.numpy(),
+                                   rtol=tol, atol=tol)
