@@ -9,6 +9,7 @@ imports torch.
 from __future__ import annotations
 
 import differential_nn
+import differential_nn_layers
 import differential_ops
 import differential_ops_index
 import differential_ops_math
@@ -20,6 +21,7 @@ def all_cases() -> list[Case]:
     found = list(differential_ops.CASES) + list(differential_nn.CASES)
     found += list(differential_ops_index.CASES)  # sorting, gather/scatter, scans, splitting
     found += list(differential_ops_math.CASES)
+    found += list(differential_nn_layers.CASES)
     names = [c.name for c in found]
     duplicated = {n for n in names if names.count(n) > 1}
     if duplicated:

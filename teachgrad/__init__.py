@@ -40,6 +40,7 @@ from .ops.scans import cumprod, cumsum  # noqa: E402
 from .ops.sorting import argsort, sort, topk  # noqa: E402
 from .ops.splitting import chunk, split, unbind  # noqa: E402
 from .ops.logical import logical_and, logical_not, logical_or, logical_xor  # noqa: E402
+from .ops.functional import erf, expm1, log1p  # noqa: E402
 from .generator import Generator  # noqa: E402
 from . import linalg  # noqa: E402
 from .ops.counting import allclose, bincount, equal, isclose, mode, nonzero, unique  # noqa: E402

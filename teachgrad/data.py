@@ -26,6 +26,7 @@ from teachgrad.utils.data import (  # noqa: F401  (re-exported: tg.data.DataLoad
     BatchSampler, DataLoader, Dataset, RandomSampler, Sampler, SequentialSampler, Subset,
     SubsetRandomSampler, TensorDataset, default_collate, random_split,
 )
+from teachgrad.utils.data import WeightedRandomSampler  # noqa: F401
 
 
 def _rng(seed: int | np.random.Generator | Generator | None) -> np.random.Generator:

@@ -35,7 +35,7 @@ _METHODS = {
     "__eq__": F.eq, "__ne__": F.ne, "__lt__": F.lt, "__le__": F.le, "__gt__": F.gt, "__ge__": F.ge,
     # math
     "add": F.add, "sub": F.sub, "mul": F.mul, "div": F.div, "pow": F.pow, "neg": F.neg,
-    "abs": F.abs, "relu": F.relu, "sign": F.sign,
+    "abs": F.abs, "relu": F.relu, "sign": F.sign, "erf": F.erf, "log1p": F.log1p, "expm1": F.expm1,
     "addcmul": F.addcmul, "addcdiv": F.addcdiv, "lerp": F.lerp,
     "maximum": F.maximum, "minimum": F.minimum, "clamp": F.clamp, "clip": F.clamp,
     "eq": F.eq, "ne": F.ne, "lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge,

@@ -34,6 +34,7 @@ Scalar = int | float | bool
 UNARY_OPS = (
     "neg", "exp", "log", "sqrt", "abs", "sin", "cos", "tanh", "sigmoid",
     "relu", "sign", "step",  # step(x) = 1 where x > 0 else 0 (relu's derivative)
+    "erf", "log1p", "expm1",  # GELU's error function; log(1+x), e^x-1 exact near x = 0
 )
 #: Elementwise functions of two arguments, by name (broadcasting).
 BINARY_OPS = (
@@ -241,6 +242,13 @@ class Backend(ABC):
     # ``weight`` are floats already rounded to that dtype. These defaults are the plain
     # sequence of primitives (one temporary array, two or three passes over memory); a
     # backend may do the same arithmetic in one pass, in the same order.
+    def fused_activation(self, name: str, x: Array, grad: Array | None = None) -> Array | None:
+        """The activation ``name`` ("gelu", "gelu_tanh"; "softmax" over the last axis) of
+        ``x`` or, given ``grad``, its input gradient (for softmax ``x`` is then its output),
+        in one compiled pass; None where this backend has no such pass (the Function then
+        composes primitives: see ``ops/pointwise_activation.py``, ``ops/activation.py``)."""
+        return None
+
     def addcmul_inplace(self, x: Array, a: Array, b: Array, value: float) -> None:
         """In place: ``x = x + (a * b) * value``."""
         self._add_scaled(x, self.binary("mul", a, b), value)

@@ -28,10 +28,11 @@ LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64))
 # Each operation is a small integer code. A loop is compiled for one code, and
 # numba treats the code as a constant: the compiler deletes every other branch
 # of ``apply_unary``/``apply_binary``, so the loop runs just the one operation.
-NEG, EXP, LOG, SQRT, ABS, SIN, COS, TANH, SIGMOID, RELU, SIGN, STEP = range(12)
+NEG, EXP, LOG, SQRT, ABS, SIN, COS, TANH, SIGMOID, RELU, SIGN, STEP, ERF, LOG1P, EXPM1 = range(15)
 UNARY_CODES = {
     "neg": NEG, "exp": EXP, "log": LOG, "sqrt": SQRT, "abs": ABS, "sin": SIN, "cos": COS,
     "tanh": TANH, "sigmoid": SIGMOID, "relu": RELU, "sign": SIGN, "step": STEP,
+    "erf": ERF, "log1p": LOG1P, "expm1": EXPM1,
 }
 ADD, SUB, MUL, DIV, POW, MAXIMUM, MINIMUM, EQ, NE, LT, LE, GT, GE = range(13)
 BINARY_CODES = {
@@ -78,6 +79,12 @@ def apply_unary(op, x):
         return x if (x > 0 or x != x) else 0  # x != x only for NaN, which passes through
     if op == SIGN:
         return 1 if x > 0 else (-1 if x < 0 else x)  # 0 and NaN are their own sign
+    if op == ERF:
+        return math.erf(x)
+    if op == LOG1P:
+        return math.log1p(x) if x > -1 else (-math.inf if x == -1 else math.nan)
+    if op == EXPM1:
+        return math.expm1(x)
     return 1 if x > 0 else 0  # STEP
 
 

@@ -26,6 +26,8 @@ _UNARY = {
     "cos": np.cos,
     "tanh": np.tanh,
     "sign": np.sign,
+    "log1p": np.log1p,
+    "expm1": np.expm1,
 }
 _BINARY = {
     "add": np.add,
@@ -173,6 +175,9 @@ class NumpyBackend(Backend):
             return np.maximum(x, _zeros(x))
         if op == "step":
             return _array((x > 0).astype(x.dtype))
+        if op == "erf":  # no numpy call: a compiled loop over the C library's erf
+            from .erf_loop import erf
+            return erf(x)
         raise KeyError(op)
 
     def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:
@@ -213,6 +218,14 @@ class NumpyBackend(Backend):
             pointwise_loops.lerp(x.reshape(-1), end.reshape(-1), scalar(weight), scalar(weight - 1))
         else:
             super().lerp_inplace(x, end, weight)
+
+    def fused_activation(self, name, x, grad=None):
+        if x.size == 0 or not self._one_pass(x) or (grad is not None and grad.shape != x.shape):
+            return None  # small or strided: numpy's passes (and no compiling for a few floats)
+        if grad is not None:  # (the loops only read it: a broadcast one, from a sum, is copied)
+            grad = np.ascontiguousarray(grad, dtype=x.dtype)
+        from . import activation_loops
+        return activation_loops.run(name, x, grad)
 
     def _one_pass(self, x: np.ndarray, *others: np.ndarray) -> bool:
         """Whether the compiled loops take these: large enough, float32 or float64, all of
@@ -279,9 +292,11 @@ class NumpyBackend(Backend):
 
     def index_add(self, shape, dtype, index, values):
         out = np.zeros(shape, dtype=dtype)
-        if _picks_whole_rows(shape, index, values):  # (an embedding's backward)
+        if all(item is None or item is Ellipsis or isinstance(item, (int, slice)) for item in index):
+            out[index] = values  # ints and slices name each position once: nothing to add up
+        elif _picks_whole_rows(shape, index, values):  # (an embedding's backward)
             _add_rows(out, index[0], values)
-        else:
+        else:  # (np.add.at adds repeats, but element by element: fifteen times slower)
             np.add.at(out, index, values)
         return out
 

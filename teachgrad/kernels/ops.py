@@ -102,6 +102,27 @@ def step(x):
 
 
 @cuda.jit(device=True)
+def erf(x):
+    return math.erf(x)
+
+
+@cuda.jit(device=True)
+def log1p(x):
+    if x > -1:
+        return math.log1p(x)
+    if x == -1:
+        return -math.inf
+    return math.nan  # below -1 or NaN
+
+
+@cuda.jit(device=True)
+def expm1(x):
+    if x > 709.0:  # as exp: inf past float64's range
+        return math.inf
+    return math.expm1(x)
+
+
+@cuda.jit(device=True)
 def identity(x):
     return x
 
@@ -181,6 +202,7 @@ UNARY = {
     "neg": neg, "exp": exp, "log": log, "sqrt": sqrt, "abs": absolute,
     "sin": sin, "cos": cos, "tanh": tanh, "sigmoid": sigmoid, "relu": relu,
     "sign": sign, "step": step, "identity": identity,
+    "erf": erf, "log1p": log1p, "expm1": expm1,
 }
 BINARY = {
     "add": add, "sub": sub, "mul": mul, "div": div, "pow": power,

@@ -5,9 +5,13 @@
 * :class:`Sequential` (``containers.py``);
 * layers (``layers.py``): :class:`Linear`, :class:`ReLU`, :class:`Tanh`, :class:`Sigmoid`,
   :class:`Softmax`, :class:`LogSoftmax`, :class:`Flatten`, :class:`Dropout`, :class:`Identity`;
+* activations beyond ReLU (``activations.py``): :class:`GELU`, :class:`SiLU`,
+  :class:`LeakyReLU`, :class:`ELU`, :class:`Softplus`;
 * losses (``loss.py``): :class:`MSELoss`, :class:`L1Loss`, :class:`CrossEntropyLoss`, :class:`NLLLoss`;
 * convolution and pooling (``conv.py``): :class:`Conv2d`, :class:`MaxPool2d`, :class:`AvgPool2d`;
 * normalisation (``norm.py``): :class:`BatchNorm1d`, :class:`BatchNorm2d`, :class:`LayerNorm`;
+  :class:`GroupNorm` (``group_norm.py``);
+* adaptive pooling (``adaptive_pool.py``): :class:`AdaptiveAvgPool2d`, :class:`AdaptiveMaxPool2d`;
 * :class:`Embedding` (``sparse.py``);
 * recurrent layers (``recurrent.py``): :class:`RNN`, :class:`LSTM`, :class:`GRU`, and their
   one-step cells (``recurrent_cells.py``): :class:`RNNCell`, :class:`LSTMCell`, :class:`GRUCell`;
@@ -17,12 +21,15 @@
 """
 from . import functional, init
 from . import utils
+from .activations import ELU, GELU, LeakyReLU, SiLU, Softplus
+from .adaptive_pool import AdaptiveAvgPool2d, AdaptiveMaxPool2d
 from .containers import ModuleDict, ModuleList, Sequential
 from .conv import AvgPool2d, Conv2d, MaxPool2d
 from .layers import Dropout, Dropout2d, Flatten, Identity, Linear, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .loss import CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module
 from .norm import BatchNorm1d, BatchNorm2d, LayerNorm
+from .group_norm import GroupNorm
 from .parameter import Parameter
 from .sparse import Embedding
 from .recurrent import GRU, LSTM, RNN, RNNBase
@@ -32,6 +39,8 @@ from . import parallel  # noqa: E402  (DistributedDataParallel; MPI loads only w
 __all__ = [
     "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
     "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten", "Dropout", "Dropout2d", "Identity",
+    "GELU", "SiLU", "LeakyReLU", "ELU", "Softplus",
+    "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "GroupNorm",
     "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss",
     "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
     "functional", "init", "utils",

@@ -13,6 +13,8 @@ from teachgrad.ops.linalg import Linear as LinearFunction
 from teachgrad.ops.loss import NLLLoss
 from teachgrad.tensor import Tensor
 
+from .inplace import inplace_result as _result
+
 REDUCTIONS = ("mean", "sum", "none")
 
 
@@ -115,27 +117,6 @@ def _drop(input: Tensor, p: float, training: bool, inplace: bool, mask_shape: tu
         return _result(input, input * 0.0, inplace)
     keep = tg.rand(mask_shape, device=input.device) >= p  # True with probability 1 - p
     return _result(input, input * keep.to(input.dtype) * (1.0 / (1.0 - p)), inplace)
-
-
-def _result(input: Tensor, result: Tensor, inplace: bool) -> Tensor:
-    """``result``, or with ``inplace=True`` written over ``input`` (which is returned).
-
-    teachgrad cannot record an in-place change inside the graph. So when ``input``
-    was made by a recorded operation (``nn.ReLU(inplace=True)`` in training), the
-    result comes back as a new tensor instead: the value and the gradients are
-    PyTorch's, only ``input`` itself keeps its old values. Use the returned tensor.
-    """
-    if not inplace:
-        return result
-    if tg.is_grad_enabled() and input.requires_grad and not input.is_leaf:
-        return result
-    if tg.is_grad_enabled() and input.requires_grad:
-        raise RuntimeError(
-            "inplace=True would overwrite a leaf tensor that requires grad (a parameter or an "
-            "input made with requires_grad=True), which autograd forbids. Fix: pass "
-            "inplace=False (the default), or call it under tg.no_grad()."
-        )
-    return input.copy_(result)
 
 
 def _target_range(target: Tensor, ignore_index: int) -> tuple[int, int, bool]:
@@ -351,6 +332,9 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor,
 
 
 # -- layers with a file of their own (each module holds its layer class too) --
+from .activations import elu, elu_, gelu, leaky_relu, leaky_relu_, silu, softplus  # noqa: E402
+from .adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d  # noqa: E402
+from .group_norm import group_norm  # noqa: E402
 from .conv import avg_pool2d, conv2d, max_pool2d  # noqa: E402
 from .norm import batch_norm, layer_norm  # noqa: E402
 from .sparse import embedding  # noqa: E402

@@ -20,14 +20,15 @@ import numpy as np
 from ..jit.ir import Graph, Node, Ref
 from ..jit.ops import Compare
 from ..nn import conv
-from ..ops import activation, convert, elementwise as ew, linalg, reduce as red, shape as sh
+from ..ops import activation, convert, elementwise as ew, linalg, normalization
+from ..ops import pointwise_activation as pa, reduce as red, shape as sh
 from . import layers
 
 SAME_NAME = {ew.Add: "Add", ew.Sub: "Sub", ew.Mul: "Mul", ew.Div: "Div", ew.Pow: "Pow",
              ew.Neg: "Neg", ew.Exp: "Exp", ew.Log: "Log", ew.Sqrt: "Sqrt", ew.Abs: "Abs",
              ew.Sin: "Sin", ew.Cos: "Cos", ew.Tanh: "Tanh", ew.Sigmoid: "Sigmoid",
              ew.Relu: "Relu", ew.Sign: "Sign", ew.Maximum: "Max", ew.Minimum: "Min",
-             linalg.MatMul: "MatMul", ew.Where: "Where",
+             linalg.MatMul: "MatMul", ew.Where: "Where", pa.Erf: "Erf",
              sh.Contiguous: "Identity", sh.Clone: "Identity", convert.ToDevice: "Identity"}
 COMPARE = {"eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual"}
 #: ops whose non-tensor arguments are sizes the writer knows how to make dynamic
@@ -294,6 +295,62 @@ class Writer:
     def embedding(self, node: Node, weight: Ref, indices: Ref, padding_idx: Any) -> None:
         self.emit("Gather", [self.name(weight), self.name(indices)], node, axis=0)
 
+    def step(self, node: Node, op: str, inputs: list[str], last: bool = False, **attrs: Any) -> str:
+        """One ONNX node of a translation that takes several: into a fresh value, or (``last``)
+        into the node's own output."""
+        return self.emit(op, inputs, node, None if last else self.temp(node, op.lower()), **attrs)
+
+    def layer_norm(self, node: Node, x: Ref, weight: Any, bias: Any, axes: Any, eps: float) -> None:
+        """Layer norm spelled out (ONNX's LayerNormalization needs opset 17; this runs on all)."""
+        mean = self.step(node, "ReduceMean", [self.name(x)], axes=list(axes), keepdims=1)
+        centered = self.step(node, "Sub", [self.name(x), mean])
+        square = self.step(node, "Mul", [centered, centered])
+        var = self.step(node, "ReduceMean", [square], axes=list(axes), keepdims=1)
+        std = self.step(node, "Sqrt", [self.step(node, "Add", [var, self.value(eps, node)])])
+        then = [(op, operand) for op, operand in (("Mul", weight), ("Add", bias)) if operand is not None]
+        out = self.step(node, "Div", [centered, std], last=not then)
+        for i, (op, operand) in enumerate(then):
+            out = self.step(node, op, [out, self.name(operand)], last=i == len(then) - 1)
+
+    # -- the smooth and leaky activations (ops/pointwise_activation.py) ---------------------
+    def gelu(self, node: Node, x: Ref) -> None:
+        """``x * (1 + erf(x / sqrt(2))) / 2``."""
+        erf = self.step(node, "Erf", [self.step(node, "Mul", [self.name(x), self.value(pa.SQRT_HALF, node)])])
+        half = self.step(node, "Mul", [self.step(node, "Add", [erf, self.value(1.0, node)]),
+                                       self.value(0.5, node)])
+        self.step(node, "Mul", [self.name(x), half], last=True)
+
+    def gelu_tanh(self, node: Node, x: Ref) -> None:
+        """``x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) / 2``."""
+        x_name = self.name(x)
+        cube = self.step(node, "Mul", [self.step(node, "Mul", [x_name, x_name]), x_name])
+        inner = self.step(node, "Add", [x_name, self.step(node, "Mul", [cube, self.value(pa.TANH_GELU_CUBIC, node)])])
+        t = self.step(node, "Tanh", [self.step(node, "Mul", [inner, self.value(pa.TANH_GELU_SCALE, node)])])
+        half = self.step(node, "Mul", [self.step(node, "Add", [t, self.value(1.0, node)]), self.value(0.5, node)])
+        self.step(node, "Mul", [x_name, half], last=True)
+
+    def silu(self, node: Node, x: Ref) -> None:
+        self.step(node, "Mul", [self.name(x), self.step(node, "Sigmoid", [self.name(x)])], last=True)
+
+    def leaky_relu(self, node: Node, x: Ref, slope: float) -> None:
+        self.emit("LeakyRelu", [self.name(x)], node, alpha=float(slope))
+
+    def elu(self, node: Node, x: Ref, alpha: float) -> None:
+        self.emit("Elu", [self.name(x)], node, alpha=float(alpha))
+
+    def softplus(self, node: Node, x: Ref, beta: float, threshold: float) -> None:
+        """``x`` where ``beta * x > threshold``, else ``Softplus(beta * x) / beta``."""
+        scaled = self.step(node, "Mul", [self.name(x), self.value(beta, node)])
+        smooth = self.step(node, "Div", [self.step(node, "Softplus", [scaled]), self.value(beta, node)])
+        linear = self.step(node, "Greater", [scaled, self.value(threshold, node)])
+        self.step(node, "Where", [linear, self.name(x), smooth], last=True)
+
+    def log1p(self, node: Node, x: Ref) -> None:
+        self.step(node, "Log", [self.step(node, "Add", [self.name(x), self.value(1.0, node)])], last=True)
+
+    def expm1(self, node: Node, x: Ref) -> None:
+        self.step(node, "Sub", [self.step(node, "Exp", [self.name(x)]), self.value(1.0, node)], last=True)
+
 
 TRANSLATIONS = {
     Compare: Writer.compare, linalg.Linear: Writer.linear,
@@ -303,4 +360,8 @@ TRANSLATIONS = {
     sh.Cat: Writer.cat, convert.Cast: Writer.cast, ew.Clamp: Writer.clamp,
     layers.Conv2dLayer: Writer.conv2d, layers.MaxPool2dLayer: Writer.max_pool2d,
     layers.AvgPool2dLayer: Writer.avg_pool2d, layers.EmbeddingLayer: Writer.embedding,
+    normalization.LayerNorm: Writer.layer_norm,
+    pa.Gelu: Writer.gelu, pa.GeluTanh: Writer.gelu_tanh, pa.Silu: Writer.silu,
+    pa.LeakyRelu: Writer.leaky_relu, pa.Elu: Writer.elu, pa.Softplus: Writer.softplus,
+    pa.Log1p: Writer.log1p, pa.Expm1: Writer.expm1,
 }

@@ -9,6 +9,7 @@
 - :mod:`.diagonals` — tril, triu, diagonal, diag, trace;  :mod:`.splitting` — split, chunk, unbind
 - :mod:`.linalg` — matmul
 - :mod:`.activation` — softmax, log_softmax
+- :mod:`.pointwise_activation` — gelu, silu, elu, softplus, leaky_relu; erf, log1p, expm1
 - :mod:`.convert` — ``.to(device)`` and ``.to(dtype)``
 - :mod:`.statistics` — var, std, logsumexp; :mod:`.norms` — norm, vector/matrix norms, cdist
 - :mod:`.einsum` — einsum, as indexing, sums and batched matrix products

@@ -12,7 +12,7 @@ from typing import Any
 from .. import dtypes
 from ..device import common_device
 from ..tensor import Tensor
-from . import activation, elementwise as ew, indexing, linalg, reduce as red
+from . import activation, elementwise as ew, indexing, linalg, pointwise_activation as pa, reduce as red
 from .dispatch import (
     broadcast_shapes, check_lerp, check_pointwise, check_true_division, normalize_dim,
     normalize_dims, number_in_dtype, prepare_binary, require_float, scaled,
@@ -90,6 +90,20 @@ def tanh(a: Tensor) -> Tensor:
 
 def sigmoid(a: Tensor) -> Tensor:
     return _unary(ew.Sigmoid, a)
+
+
+def erf(a: Tensor) -> Tensor:
+    return _unary(pa.Erf, a)
+
+
+def log1p(a: Tensor) -> Tensor:
+    """``log(1 + a)``, exact for tiny ``a`` (where ``1 + a`` would round to 1)."""
+    return _unary(pa.Log1p, a)
+
+
+def expm1(a: Tensor) -> Tensor:
+    """``exp(a) - 1``, exact for tiny ``a``."""
+    return _unary(pa.Expm1, a)
 
 
 def abs(a: Tensor) -> Tensor:  # noqa: A001

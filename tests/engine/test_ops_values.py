@@ -8,6 +8,7 @@ that every function in ``teachgrad.ops.functional`` is covered here.
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 import pytest
@@ -133,6 +134,8 @@ UNARY = {
     "cos": (F.cos, np.cos, "any"), "tanh": (F.tanh, np.tanh, "any"),
     "sigmoid": (F.sigmoid, lambda x: 1 / (1 + np.exp(-x)), "any"),
     "relu": (F.relu, lambda x: np.maximum(x, 0), "any"), "sign": (F.sign, np.sign, "any"),
+    "erf": (F.erf, np.vectorize(math.erf), "any"), "log1p": (F.log1p, np.log1p, "positive"),
+    "expm1": (F.expm1, np.expm1, "any"),
 }
 
 

@@ -11,17 +11,7 @@ import numpy as np
 import pytest
 
 import teachgrad as tg
-from teachgrad.backends import get_cpu_backend, set_cpu_backend
 
-
-@pytest.fixture(params=["cpu", "numba", "cuda"])
-def device(request):
-    """A device name; "numba" is the cpu device with the numba backend switched on."""
-    previous = get_cpu_backend()
-    if request.param == "numba":
-        set_cpu_backend("numba")
-    yield "cuda" if request.param == "cuda" else "cpu"
-    set_cpu_backend(previous)
 
 
 def values(t: tg.Tensor) -> np.ndarray:

@@ -1,6 +1,8 @@
 """Elementwise kernels against numpy, in the simulator, on sizes that fit no block evenly."""
 import teachgrad  # noqa: F401  (first: chooses GPU or simulator before numba loads)
 
+import math
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ NUMPY_UNARY = {
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "relu": lambda x: np.maximum(x, 0),
     "step": lambda x: (x > 0).astype(x.dtype),
+    "erf": np.vectorize(math.erf), "log1p": np.log1p, "expm1": np.expm1,
 }
 NUMPY_BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
@@ -32,7 +35,7 @@ def tolerance(dtype):
 
 def sample(dtype, op=""):
     x = rng.standard_normal(RAGGED).astype(dtype)
-    if op in ("log", "sqrt"):
+    if op in ("log", "sqrt", "log1p"):
         x = np.abs(x) + np.asarray(0.1, dtype)
     return x
 

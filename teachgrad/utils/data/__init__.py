@@ -2,7 +2,7 @@
 
 * ``dataset.py``: :class:`Dataset`, :class:`TensorDataset`, :class:`Subset`, :func:`random_split`;
 * ``sampler.py``: :class:`Sampler`, :class:`SequentialSampler`, :class:`RandomSampler`,
-  :class:`SubsetRandomSampler`, :class:`BatchSampler`;
+  :class:`SubsetRandomSampler`, :class:`WeightedRandomSampler`, :class:`BatchSampler`;
 * ``dataloader.py``: :class:`DataLoader`, :func:`default_collate` and :func:`default_convert`;
 * ``distributed.py``: :class:`DistributedSampler`, one shard of a dataset per rank.
 
@@ -12,9 +12,10 @@ from .dataloader import DataLoader, default_collate, default_convert
 from .dataset import Dataset, Subset, TensorDataset, random_split
 from .distributed import DistributedSampler
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler
+from .sampler import WeightedRandomSampler
 
 __all__ = [
     "Dataset", "TensorDataset", "Subset", "random_split", "DataLoader", "default_collate", "default_convert",
     "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler",
-    "DistributedSampler",
+    "DistributedSampler", "WeightedRandomSampler",
 ]

@@ -14,6 +14,7 @@ import numpy as np
 
 from teachgrad import random as tg_random
 from teachgrad.generator import numpy_generator
+from teachgrad.tensor import tensor
 
 
 class Sampler:
@@ -90,6 +91,81 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices into ``weights``, index ``i`` drawn with probability
+    ``weights[i] / sum(weights)`` (the weights need not sum to 1).
+
+    With ``replacement=True`` (the default) every draw is independent: a uniform number
+    on ``[0, sum)`` picks the index whose slice of the running sum it falls in. Without
+    replacement an index, once drawn, is out of later draws; the order is the one
+    repeated weighted draws without putting back would give, found at once by sorting
+    ``weight / E`` (largest first), ``E`` exponential draws ("exponential races", as
+    PyTorch's ``multinomial``). Indices of weight 0 come only after every other one.
+    Bad weights are refused here, before any drawing, with ``torch.multinomial``'s errors.
+    """
+
+    def __init__(self, weights: Any, num_samples: int, replacement: bool = True,
+                 generator: Any = None) -> None:
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        values = _weights_array(weights)
+        _check_distribution(values, num_samples, replacement)
+        self.weights = tensor(values)  # float64, as PyTorch keeps them
+        self.num_samples, self.replacement = num_samples, replacement
+        self.generator = numpy_generator(generator)
+
+    def __iter__(self) -> Iterator[int]:
+        rng = self.generator if self.generator is not None else tg_random.generator()
+        weights = self.weights.numpy()
+        if self.replacement:
+            running = np.cumsum(weights)
+            picks = rng.random(self.num_samples) * running[-1]
+            drawn = np.searchsorted(running, picks, side="right")  # weight 0: an empty slice
+        else:
+            races = rng.exponential(size=weights.size)
+            # largest weight / time first; among weight 0, random order (by the times)
+            drawn = np.lexsort((races, -(weights / races)))[:self.num_samples]
+        return iter(drawn.tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+def _weights_array(weights: Any) -> np.ndarray:
+    """``weights`` (a sequence, numpy array or tensor) as a 1-D float64 numpy array."""
+    if hasattr(weights, "detach") and hasattr(weights, "numpy"):  # a tensor
+        weights = weights.detach().cpu().numpy()
+    try:
+        values = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"weights must be a sequence of numbers, got {type(weights).__name__} "
+                        f"({e})") from None
+    if values.ndim != 1:
+        raise ValueError(f"weights should be a 1d sequence but given weights have shape "
+                         f"{tuple(values.shape)}")
+    return values
+
+
+def _check_distribution(weights: np.ndarray, num_samples: int, replacement: bool) -> None:
+    """The checks of ``torch.multinomial``, with its messages (and the fix)."""
+    if not replacement and num_samples > weights.size:
+        raise RuntimeError(f"cannot sample n_sample > prob_dist.size(-1) samples without "
+                           f"replacement ({num_samples} from {weights.size} weights). Fix: "
+                           "replacement=True, or a smaller num_samples")
+    if np.isnan(weights).any() or (weights < 0).any():
+        raise RuntimeError("invalid multinomial distribution (encountering probability entry "
+                           "< 0): every weight must be a non-negative number")
+    if np.isinf(weights).any():
+        raise RuntimeError("invalid multinomial distribution (encountering probability entry "
+                           "= infinity or NaN)")
+    if weights.sum() <= 0:
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0): at "
+                           "least one weight must be positive")
 
 
 class BatchSampler(Sampler):

@@ -1,0 +1,176 @@
+"""GELU's (and softmax's) forward and backward in one pass over memory, for the CPU backends.
+
+Composed from primitives, GELU is about five whole-array passes forward (scale, erf,
+add, multiply, multiply) and ten backward; on a transformer's MLP activations (half a
+million floats) those passes cost thirty times PyTorch's one fused loop. So the CPU
+backends hand large contiguous arrays to the loops below (see
+``Backend.fused_activation``): ordinary Python that numba compiles once per dtype
+(``cache=True`` keeps the machine code on disk), the same formulas as
+:mod:`teachgrad.ops.pointwise_activation`, element by element.
+
+The exponential and tanh come from numpy's own vectorised loops, each in one scratch
+array. For float32 the error function is a rational function of ``x`` (Eigen's
+``generic_fast_erf_float``: odd polynomial over even polynomial on [-4, 4], beyond which
+float32 erf is ±1), within 4e-7 of the exact erf and made of ``*``, ``+`` and ``/`` only,
+so the loop around it can use SIMD; the C library's ``erff`` would be a call per
+element, ten times slower. float64 takes the C library's ``erf``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+_OPTIONS = dict(cache=True, error_model="numpy")
+SQRT_HALF = math.sqrt(0.5)
+NORMAL_PDF_SCALE = 1.0 / math.sqrt(2.0 * math.pi)
+TANH_SCALE = math.sqrt(2.0 / math.pi)
+TANH_CUBIC = 0.044715
+
+
+@njit(**_OPTIONS)
+def erf_float32(x):
+    """erf(x) for a float32 ``x`` as p(x)/q(x) (NaN passes through the clamps)."""
+    x = min(max(x, np.float32(-4.0)), np.float32(4.0))
+    x2 = x * x
+    p = np.float32(-2.72614225801306e-10)
+    p = p * x2 + np.float32(2.77068142495902e-08)
+    p = p * x2 + np.float32(-2.10102402082508e-06)
+    p = p * x2 + np.float32(-5.69250639462346e-05)
+    p = p * x2 + np.float32(-7.34990630326855e-04)
+    p = p * x2 + np.float32(-2.95459980854025e-03)
+    p = p * x2 + np.float32(-1.60960333262415e-02)
+    q = np.float32(-1.45660718464996e-05)
+    q = q * x2 + np.float32(-2.13374055278905e-04)
+    q = q * x2 + np.float32(-1.68282697438203e-03)
+    q = q * x2 + np.float32(-7.37332916720468e-03)
+    q = q * x2 + np.float32(-1.42647390514189e-02)
+    return x * p / q
+
+
+@njit(**_OPTIONS)
+def _normal_cdf(v, single):
+    """Phi(v) = (1 + erf(v / sqrt(2))) / 2; ``single``: float32 data (the fast erf)."""
+    scaled = v * SQRT_HALF
+    e = erf_float32(np.float32(scaled)) if single else math.erf(scaled)
+    return 0.5 * (1.0 + e)
+
+
+@njit(**_OPTIONS)
+def gelu(out, x, single):
+    """``out = x * Phi(x)`` element by element; all 1-D, one length and dtype."""
+    for i in range(x.size):
+        out[i] = x[i] * _normal_cdf(x[i], single)
+
+
+@njit(**_OPTIONS)
+def gelu_backward(out, x, density, grad, single):
+    """``out = grad * (Phi(x) + x * phi(x))``, given ``density = exp(-x^2 / 2)``."""
+    for i in range(x.size):
+        v = x[i]
+        out[i] = grad[i] * (_normal_cdf(v, single) + v * (NORMAL_PDF_SCALE * density[i]))
+
+
+@njit(**_OPTIONS)
+def gelu_tanh(out, x, t):
+    """``out = x * (1 + t) / 2``, given ``t = tanh(u(x))``."""
+    for i in range(x.size):
+        out[i] = 0.5 * x[i] * (1.0 + t[i])
+
+
+@njit(**_OPTIONS)
+def gelu_tanh_backward(out, x, t, grad):
+    """``out = grad * ((1 + t) / 2 + x / 2 * (1 - t^2) * u'(x))``, given ``t = tanh(u(x))``."""
+    for i in range(x.size):
+        v, tv = x[i], t[i]
+        slope = TANH_SCALE * (1.0 + 3.0 * TANH_CUBIC * v * v)
+        out[i] = grad[i] * (0.5 * (1.0 + tv) + 0.5 * v * (1.0 - tv * tv) * slope)
+
+
+def _tanh_of_inner(x: np.ndarray) -> np.ndarray:
+    """``tanh(sqrt(2/pi) * (x + 0.044715 x^3))`` in one scratch array (numpy's SIMD tanh)."""
+    t = np.multiply(x, x)
+    t *= x.dtype.type(TANH_CUBIC)
+    t += 1
+    t *= x
+    t *= x.dtype.type(TANH_SCALE)
+    return np.tanh(t, out=t)
+
+
+def _density(x: np.ndarray) -> np.ndarray:
+    """``exp(-x^2 / 2)`` in one scratch array (numpy's SIMD exp)."""
+    e = np.multiply(x, x)
+    e *= x.dtype.type(-0.5)
+    return np.exp(e, out=e)
+
+
+@njit(**_OPTIONS)
+def _subtract_row_max(out, rows):
+    """``out[r] = rows[r] - max(rows[r])`` (2-D, C order): what keeps ``exp`` from overflowing."""
+    for r in range(rows.shape[0]):
+        top = rows[r, 0]
+        for j in range(1, rows.shape[1]):
+            v = rows[r, j]
+            if v > top or v != v:  # NaN wins, as numpy's max
+                top = v
+        for j in range(rows.shape[1]):
+            out[r, j] = rows[r, j] - top
+
+
+@njit(**_OPTIONS)
+def _divide_by_row_sum(e):
+    for r in range(e.shape[0]):
+        total = e[r, 0] * 0
+        for j in range(e.shape[1]):
+            total += e[r, j]
+        for j in range(e.shape[1]):
+            e[r, j] = e[r, j] / total
+
+
+@njit(**_OPTIONS)
+def softmax_backward(out, s, grad):
+    """``out = s * (grad - sum(grad * s))`` row by row, given the softmax ``s``."""
+    for r in range(s.shape[0]):
+        dot = s[r, 0] * 0
+        for j in range(s.shape[1]):
+            dot += grad[r, j] * s[r, j]
+        for j in range(s.shape[1]):
+            out[r, j] = s[r, j] * (grad[r, j] - dot)
+
+
+def softmax(x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
+    """Softmax over the last axis (``x``: the input), or with ``grad`` its input gradient
+    (``x``: then softmax's own output). Three passes forward (numpy's exp between two
+    loops), one backward; composed from primitives it is five and four."""
+    rows = x.reshape(-1, x.shape[-1])
+    out = np.empty_like(rows)
+    if grad is None:
+        _subtract_row_max(out, rows)
+        np.exp(out, out=out)
+        _divide_by_row_sum(out)
+    else:
+        softmax_backward(out, rows, grad.reshape(rows.shape))
+    return out.reshape(x.shape)
+
+
+def run(name: str, x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
+    """``name`` ("gelu" or "gelu_tanh") of ``x``, or with ``grad`` its input gradient.
+
+    The exponential and tanh are numpy's (vectorised; numba's are a C library call per
+    element, ten to forty times slower), each in one scratch array; the rest is one loop.
+    """
+    if name == "softmax":
+        return softmax(x, grad)
+    flat = x.reshape(-1)
+    out = np.empty_like(flat)
+    single = x.dtype == np.float32
+    if name == "gelu" and grad is None:
+        gelu(out, flat, single)
+    elif name == "gelu":
+        gelu_backward(out, flat, _density(flat), grad.reshape(-1), single)
+    elif grad is None:
+        gelu_tanh(out, flat, _tanh_of_inner(flat))
+    else:
+        gelu_tanh_backward(out, flat, _tanh_of_inner(flat), grad.reshape(-1))
+    return out.reshape(x.shape)
