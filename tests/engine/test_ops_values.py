@@ -520,3 +520,20 @@ def test_every_public_op_is_covered():
     }
     missing = public - COVERED
     assert not missing, f"functional ops without a value test: {sorted(missing)}"
+
+
+@covers("isnan", "isinf", "isfinite")
+def test_isnan_isinf_isfinite_against_numpy():
+    values = np.array([1.0, np.nan, np.inf, -np.inf, 0.0, -0.0, 3e38, 1e-45], np.float32)
+    for fn, want in ((F.isnan, np.isnan), (F.isinf, np.isinf), (F.isfinite, np.isfinite)):
+        check(fn(t(values)), want(values), dtype=tg.bool)
+        check(fn(t([1, -2, 3])), want(np.array([1, -2, 3])), dtype=tg.bool)
+
+
+@covers("repeat")
+def test_repeat_against_numpy_tile():
+    a = np.arange(6.0).reshape(2, 3)
+    for sizes in [(1, 1), (2, 3), (2, 1, 2), (0, 1)]:
+        check(F.repeat(t(a), sizes), np.tile(a, sizes))
+    with pytest.raises(RuntimeError, match="can not be smaller"):
+        F.repeat(t(a), (2,))

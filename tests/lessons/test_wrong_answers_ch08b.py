@@ -87,8 +87,16 @@ def test_histogram_with_the_stride_of_the_planned_grid_fails_other_launches():
 
 
 def test_histogram_with_a_plain_increment_loses_updates():
-    rejected(ch08b.check_histogram(histogram_plain_increment), "written by",
-             "one increment is lost", "cuda.atomic.add(bins, v, 1)")
+    # The simulator's threads interleave as the OS schedules them: on a busy machine the
+    # lost update already shows in the counts of the first launch (a count too low), else
+    # the recorded launch's race check finds two threads writing one bin. Either way the
+    # verdict names the lost increments and the atomic add.
+    feedback = ch08b.check_histogram(histogram_plain_increment)
+    if "written by" in feedback.message:
+        rejected(feedback, "one increment is lost", "cuda.atomic.add(bins, v, 1)")
+    else:
+        rejected(feedback, "wrong count in bins", "increments were lost",
+                 "cuda.atomic.add(bins, v, 1)")
 
 
 def test_histogram_without_the_grid_stride_loop():
