@@ -23,6 +23,16 @@ ALL = ("cpu", "numba", "cuda")
 CPU_ONLY = ("cpu", "numba")  # (the CUDA simulator is slow: long cases skip it)
 
 
+def normal_arrays(seed: int) -> Callable[..., np.ndarray]:
+    """``r(*shape, dtype=float32)``: standard-normal arrays drawn in turn from one generator
+    seeded with ``seed``, so a table's inputs are the same on every run."""
+    rng = np.random.default_rng(seed)
+
+    def r(*shape: int, dtype: Any = np.float32) -> np.ndarray:
+        return rng.standard_normal(shape).astype(dtype)
+    return r
+
+
 @dataclass
 class Case:
     """One program: ``fn(C, *inputs)``; gradients are taken for the inputs in ``grad``."""

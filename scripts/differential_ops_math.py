@@ -11,14 +11,10 @@ import math
 
 import numpy as np
 
-from differential_cases import CPU_ONLY, CaseList
+from differential_cases import CPU_ONLY, CaseList, normal_arrays
 
 f32, f64, i64 = np.float32, np.float64, np.int64
-rng = np.random.default_rng(2213)
-
-
-def r(*shape: int, dtype=f32) -> np.ndarray:
-    return rng.standard_normal(shape).astype(dtype)
+r = normal_arrays(2213)  # r(2, 3): a float32 array of normals
 
 
 X = r(3, 4)
