@@ -57,7 +57,8 @@ def _warn_random_layers(fn: Any) -> None:
     """Dropout in training mode draws a new mask per call; a trace would freeze one."""
     if not getattr(fn, "training", False) or not hasattr(fn, "modules"):
         return
-    if any(type(m).__name__ == "Dropout" and m.p > 0 for m in fn.modules()):
+    if any(m.p > 0 for m in fn.modules()
+           if any(c.__name__ == "Dropout" for c in type(m).__mro__)):  # (Dropout2d too)
         warnings.warn("the model is in training mode and has Dropout: the random mask drawn "
                       "while tracing is baked into the graph as a constant. Fix: call "
                       "model.eval() before tracing (or compiling) for inference.",

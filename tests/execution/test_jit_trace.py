@@ -339,3 +339,6 @@ def test_dropout_in_training_mode_warns_that_its_mask_is_baked_in():
         warnings.simplefilter("error", TracerWarning)
         traced = tg.jit.trace(model, (tg.randn(2, 3),))
     assert [n.target.__name__ for n in traced.graph.operations()] == ["Linear"]
+    channels = nn.Sequential(nn.Conv2d(1, 2, 3), nn.Dropout2d(0.25))  # a subclass warns too
+    with pytest.warns(TracerWarning, match=r"training mode and has Dropout"):
+        tg.jit.trace(channels, (tg.randn(1, 1, 4, 4),))
