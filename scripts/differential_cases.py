@@ -9,8 +9,8 @@ code runs on both, so any difference is a difference of the libraries.
 outputs, the gradients (or the class of the error raised) in
 ``tests/fixtures/torch_differential.npz``; ``tests/engine/test_differential.py`` runs
 them with teachgrad on cpu, the numba CPU backend and cuda, and compares. The cases
-themselves are tables in ``differential_ops.py`` and ``differential_nn.py``, built on this
-module; ``differential_suite.py`` gathers them. This module never imports torch.
+themselves are tables in the ``differential_ops*.py`` and ``differential_nn*.py`` modules,
+built on this one; ``differential_suite.py`` gathers them. This module never imports torch.
 """
 from __future__ import annotations
 
