@@ -1,0 +1,289 @@
+"""Attention without the T x S matrix: a tiled, FlashAttention-style kernel.
+
+``O = softmax(Q K^T * scale) V`` row by row (numpy spec: :func:`naive_attention`).
+The plain way writes the whole score matrix ``Q K^T`` (``T x S`` numbers per head)
+to global memory, reads it back for the softmax, writes the probabilities, and reads
+them again to multiply by ``V``. For long sequences that matrix is the biggest thing
+in memory and the traffic to it dominates the time.
+
+The tiled kernel never stores it. **One block per query tile** (``BLOCK_Q`` query
+rows of one batch-and-head) and one thread per query row. The block walks the keys
+in tiles of ``BLOCK_K``: together the threads copy a tile of K and a tile of V into
+shared memory, wait at a barrier, and each thread scores its row against the tile's
+keys. Then comes the **online softmax** (Milakov & Gimelshein 2018; Dao et al. 2022):
+each row keeps a running max ``m``, a running sum ``l`` of ``exp(score - m)``, and an
+accumulator ``acc`` of ``exp(score - m) * v``. When a tile brings a larger score, the
+old sum and accumulator were computed against a smaller max, so both are multiplied
+by ``exp(m_old - m_new)`` before the new tile's terms are added. After the last tile
+``O = acc / l`` -- exactly the softmax-weighted sum, with only ``BLOCK_K`` scores per
+thread alive at any time.
+
+**Causal masking** (``is_causal`` in PyTorch: key ``j`` is allowed for query ``i``
+when ``j <= i``, counted from the top left) masks single scores with ``-inf``, and
+skips key tiles that lie wholly to the right of the block's last row: their loads,
+barriers and arithmetic are never done.
+
+The per-tile update is the device function :func:`online_softmax_update`; the kernel
+factory takes another one in its place (the exercise of chapter 17 plugs yours in).
+
+Kernel-level API (contiguous float32 device arrays ``(batch*heads, rows, head_dim)``)::
+
+    flash_forward(Q, K, V, O, LSE, causal=False, scale=None,
+                  block_q=BLOCK_Q, block_k=BLOCK_K, update=online_softmax_update)
+    flash_attention_kernel(head_dim, block_q, block_k, causal, update, record) -> kernel
+    naive_attention(q, k, v, causal=False, scale=None) -> numpy   # the spec
+
+Tensor-level: ``tg.kernels.flash_attention(q, k, v, causal=False, scale=None)`` on
+``cuda`` tensors shaped ``(..., T, head_dim)`` (forward only).
+
+Real FlashAttention differs in what a teaching kernel leaves out: a warp (not one
+thread) shares each row, the products ``Q K^T`` and ``P V`` run on tensor cores, and
+the backward pass recomputes the scores from the stored ``LSE`` (``m + log l``, which
+this kernel writes too) instead of keeping them.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+import numpy as np
+from numba import cuda, float32
+
+from .. import _cuda_setup
+from .launch import launch
+from .matmul import copy_tile
+
+_SIM = _cuda_setup.is_simulated()
+#: Query rows per block (one thread each) and keys per shared-memory tile.
+BLOCK_Q = 8 if _SIM else 64
+BLOCK_K = 8 if _SIM else 32
+#: The largest head dimension the kernel is built for (its local arrays have this size).
+MAX_HEAD_DIM = 128
+
+_NEG_INF = float32(-np.inf)
+_ZERO = float32(0.0)
+
+
+@cuda.jit(device=True)
+def online_softmax_update(scores, v_tile, m, l, acc):
+    """Fold one tile of scores into a row's running softmax; returns the new ``(m, l)``.
+
+    ``scores[j]`` is this row's score against key ``j`` of the tile (``-inf`` where the
+    key is masked or past the end), ``v_tile[j, :]`` that key's value, ``m`` and ``l``
+    the running max and sum so far (``-inf`` and 0 before the first tile), ``acc`` the
+    running sum of ``exp(score - m) * v``, updated in place.
+    """
+    tile_max = m
+    for j in range(scores.shape[0]):
+        tile_max = max(tile_max, scores[j])
+    rescale = math.exp(m - tile_max)  # the old terms were taken against a smaller max
+    l = l * rescale
+    for d in range(acc.shape[0]):
+        acc[d] = acc[d] * rescale
+    for j in range(scores.shape[0]):
+        p = math.exp(scores[j] - tile_max)
+        l += p
+        for d in range(acc.shape[0]):
+            acc[d] += p * v_tile[j, d]
+    return tile_max, l
+
+
+@cuda.jit(device=True)
+def score_tile(scores, q_row, k_tile, k0, row, keys, causal):
+    """This row's scores against the tile's keys; ``-inf`` past the end or above the diagonal."""
+    for j in range(scores.shape[0]):
+        key = k0 + j
+        if key < keys and (not causal or key <= row):
+            s = _ZERO
+            for d in range(q_row.shape[0]):
+                s += q_row[d] * k_tile[j, d]
+            scores[j] = s
+        else:
+            scores[j] = _NEG_INF
+
+
+def tiles_visited(rows: int, keys: int, block_q: int, block_k: int, causal: bool, q_block: int) -> int:
+    """How many key tiles query block ``q_block`` loads (causal: none wholly above its last row)."""
+    tiles = -(-keys // block_k)
+    if causal:
+        last_row = min((q_block + 1) * block_q, rows) - 1
+        tiles = min(tiles, last_row // block_k + 1)
+    return tiles
+
+
+@functools.lru_cache(maxsize=None)
+def flash_attention_kernel(head_dim: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
+                           causal: bool = False, update: Callable = online_softmax_update,
+                           record: bool = False):
+    """The forward kernel for one head dimension, tile shape, mask and update rule.
+
+    Launch it on a grid of ``(ceil(T / block_q), batch*heads)`` blocks of ``block_q``
+    threads. With ``record=True`` the thread of row ``trace_row`` of head ``trace_head``
+    writes, after every key tile it visits, its state into the trace arrays (see
+    :func:`teachgrad.kernels.attention_record.record_online_softmax`).
+    """
+    D, BQ, BK = head_dim, block_q, block_k
+
+    def flash_attention_forward(Q, K, V, O, LSE, scale, trace_head, trace_row,
+                                trace_state, trace_scores, trace_out):
+        k_tile = cuda.shared.array((BK, D), float32)
+        v_tile = cuda.shared.array((BK, D), float32)
+        q_row = cuda.local.array(D, float32)
+        acc = cuda.local.array(D, float32)
+        scores = cuda.local.array(BK, float32)
+        me, head = cuda.threadIdx.x, cuda.blockIdx.y
+        row = cuda.blockIdx.x * BQ + me
+        rows, keys = Q.shape[1], K.shape[1]
+        active = row < rows  # threads past the last row still help load and reach barriers
+        for d in range(D):
+            q_row[d] = Q[head, row, d] * scale if active else _ZERO  # the scale, folded into q
+            acc[d] = _ZERO
+        m, l = _NEG_INF, _ZERO
+        visited = -(-keys // BK)
+        if causal:  # key tiles wholly right of the diagonal are skipped, loads and all
+            visited = min(visited, (min(cuda.blockIdx.x * BQ + BQ, rows) - 1) // BK + 1)
+        for tile in range(visited):
+            k0 = tile * BK
+            copy_tile(k_tile, K, head, k0, 0, me, BQ, _ZERO)  # zeros past the last key
+            copy_tile(v_tile, V, head, k0, 0, me, BQ, _ZERO)
+            cuda.syncthreads()  # both tiles complete before anyone scores against them
+            if active:
+                score_tile(scores, q_row, k_tile, k0, row, keys, causal)
+                m_before = m
+                m, l = update(scores, v_tile, m, l, acc)
+                if record and head == trace_head and row == trace_row:
+                    trace_state[tile, 0] = m_before
+                    trace_state[tile, 1] = m
+                    trace_state[tile, 2] = l
+                    trace_state[tile, 3] = math.exp(m_before - m)
+                    for j in range(BK):
+                        if k0 + j < keys:
+                            trace_scores[k0 + j] = scores[j]
+                    for d in range(D):
+                        trace_out[tile, d] = acc[d] / l
+            cuda.syncthreads()  # everyone is done with the tiles before the next load
+        if active:
+            for d in range(D):
+                O[head, row, d] = acc[d] / l
+            LSE[head, row] = m + math.log(l)
+
+    kernel = cuda.jit(flash_attention_forward)
+    kernel.shared_bytes = 2 * BK * D * 4
+    return kernel
+
+
+# -- launching -----------------------------------------------------------------------------
+
+def _check_shapes(Q: Any, K: Any, V: Any, O: Any, LSE: Any) -> None:
+    if any(a.ndim != 3 for a in (Q, K, V, O)) or LSE.ndim != 2:
+        raise ValueError("flash_forward takes 3-D (batch*heads, rows, head_dim) arrays Q, K, V, "
+                         "O and a 2-D (batch*heads, rows) LSE")
+    (bh, T, D), (bk, S, Dk), (bv, Sv, Dv) = Q.shape, K.shape, V.shape
+    if (bk, Dk) != (bh, D) or (bv, Sv) != (bh, S) or Dv != D:
+        raise ValueError(f"attention shapes do not fit: Q {Q.shape}, K {K.shape}, V {V.shape} "
+                         "(K and V need Q's batch*heads and head_dim, and the same number of keys)")
+    if tuple(O.shape) != (bh, T, D) or tuple(LSE.shape) != (bh, T):
+        raise ValueError(f"outputs of the wrong shape: O {O.shape} (want {(bh, T, D)}), "
+                         f"LSE {LSE.shape} (want {(bh, T)})")
+    if T < 1 or S < 1 or D < 1:
+        raise ValueError(f"attention needs at least one query, one key and one feature: "
+                         f"Q {Q.shape}, K {K.shape}")
+    if D > MAX_HEAD_DIM:
+        raise ValueError(f"head_dim {D} is over the kernel's limit of {MAX_HEAD_DIM}: split the "
+                         "model into more heads")
+    if any(np.dtype(a.dtype) != np.float32 for a in (Q, K, V, O, LSE)):
+        raise TypeError("flash_forward computes in float32: give it float32 arrays")
+
+
+_dummies: dict[int, Any] = {}
+
+
+def _dummy(ndim: int):
+    if ndim not in _dummies:
+        _dummies[ndim] = cuda.device_array((1,) * ndim, dtype=np.float32)
+    return _dummies[ndim]
+
+
+def flash_forward(Q, K, V, O, LSE, causal: bool = False, scale: float | None = None,
+                  block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
+                  update: Callable = online_softmax_update, trace: tuple | None = None) -> None:
+    """Enqueue the tiled attention forward: ``O`` and ``LSE = m + log(l)`` per row.
+
+    ``trace``: ``(head, row, state, scores, out)`` to record one row (see
+    :func:`flash_attention_kernel`); ``scale`` defaults to ``1 / sqrt(head_dim)``.
+    """
+    _check_shapes(Q, K, V, O, LSE)
+    for name, size in (("block_q", block_q), ("block_k", block_k)):
+        if not isinstance(size, (int, np.integer)) or size < 1:
+            raise ValueError(f"{name} must be a positive int, got {size!r}")
+    bh, T, D = Q.shape
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    kernel = flash_attention_kernel(int(D), int(block_q), int(block_k), bool(causal), update,
+                                    trace is not None)
+    head, row, *arrays = trace if trace is not None else (-1, -1, _dummy(2), _dummy(1), _dummy(2))
+    launch(kernel, (-(-T // block_q), bh), block_q, Q, K, V, O, LSE, np.float32(scale),
+           int(head), int(row), *arrays)
+
+
+def naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False,
+                    scale: float | None = None) -> np.ndarray:
+    """The spec, in numpy (float64 inside): the whole score matrix, softmax, times V."""
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = q @ np.swapaxes(k, -1, -2) * scale
+    if causal:
+        T, S = scores.shape[-2:]
+        scores = np.where(np.tril(np.ones((T, S), dtype=bool)), scores, -np.inf)
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores)
+    return weights / weights.sum(axis=-1, keepdims=True) @ v
+
+
+def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None) -> Any:
+    """``softmax(q k^T * scale) v`` on the ``cuda`` device by the tiled kernel (forward only).
+
+    ``q`` is ``(..., T, head_dim)``, ``k`` and ``v`` are ``(..., S, head_dim)`` float32
+    tensors on ``cuda`` with the same leading dimensions (batch, heads). The result is a
+    new ``cuda`` tensor like ``q``, without a ``grad_fn``: for training, use
+    ``F.scaled_dot_product_attention``, whose backward this kernel does not provide.
+    """
+    from .. import autograd
+    from ..tensor import Tensor
+    from .strided import new_array
+
+    tensors = {"q": q, "k": k, "v": v}
+    for name, t in tensors.items():
+        if not isinstance(t, Tensor):
+            raise TypeError(f"flash_attention: {name} is a {type(t).__name__}, not a tensor. "
+                            "Fix: tg.tensor(values, device='cuda')")
+        if t.device.type != "cuda":
+            raise ValueError(f"flash_attention runs the cuda kernel, but {name} is on "
+                             f"{t.device}. Fix: move the inputs with .cuda()")
+        if t.dim() < 2 or t.dtype is not _float32():
+            raise ValueError(f"flash_attention: {name} must be a float32 tensor of at least 2 "
+                             f"dimensions (..., rows, head_dim), got {t.dtype} {tuple(t.shape)}")
+        if t.requires_grad and autograd.is_grad_enabled():
+            raise RuntimeError("flash_attention is forward only (it records no backward). "
+                               "Fix: call it under tg.no_grad(), or use "
+                               "F.scaled_dot_product_attention to train")
+    lead = tuple(q.shape[:-2])
+    if tuple(k.shape[:-2]) != lead or tuple(v.shape[:-2]) != lead or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"flash_attention: q {tuple(q.shape)}, k {tuple(k.shape)} and v "
+                         f"{tuple(v.shape)} need the same leading dimensions, and k and v the "
+                         "same number of rows")
+    T, D, S = q.shape[-2], q.shape[-1], k.shape[-2]
+    bh = int(np.prod(lead, dtype=np.int64))
+    dense = [t.contiguous().array for t in (q, k, v)]
+    Q, K, V = (a.buffer[a.offset:a.offset + a.size].reshape(bh, n, D)
+               for a, n in zip(dense, (T, S, S)))
+    out, lse = new_array(tuple(q.shape), np.float32), new_array((bh, T), np.float32)
+    flash_forward(Q, K, V, out.buffer.reshape(bh, T, D), lse.buffer.reshape(bh, T),
+                  causal=causal, scale=scale)
+    return Tensor._make(out, q._backend, q.device)
+
+
+def _float32():
+    from .. import dtypes
+
+    return dtypes.float32
