@@ -5,6 +5,7 @@
 * :class:`SpeedChart` — measured time against size: numpy, numba CPU, GPU kernels;
 * :class:`ThreadMap` — which GPU thread handled which element (grid-stride loop);
 * :class:`TileView` — the phases of the shared-memory tiled matmul;
+* :class:`OnlineSoftmaxView` — one row of the tiled attention kernel's online softmax, tile by tile;
 * :class:`RaceView` — shared-memory races found by running a kernel with a log;
 * :class:`AccessMap` — who read and wrote each element of any kernel's arrays;
 * :class:`EngineMap` — the engine's replaceable parts, the ones running your code highlighted;
@@ -25,6 +26,7 @@ from .engine_map import EngineMap
 from .graph_view import GraphView
 from .layer_stats import LayerStats
 from .live_curves import LiveCurves
+from .online_softmax_view import OnlineSoftmaxView
 from .race_view import RaceView
 from .rank_timeline import RankTimeline
 from .ring_view import RingView
@@ -37,5 +39,5 @@ from .timeline import Timeline
 from .tune_view import TuneView
 
 __all__ = ["AccessMap", "BackpropStepper", "EngineMap", "GraphView", "GraphvizUnavailable", "LayerStats",
-           "LiveCurves", "RaceView", "RankTimeline", "RingView", "SpeedChart", "ThreadMap",
+           "LiveCurves", "OnlineSoftmaxView", "RaceView", "RankTimeline", "RingView", "SpeedChart", "ThreadMap",
            "TileView", "Timeline", "TuneView", "render_svg"]
