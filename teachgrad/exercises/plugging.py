@@ -29,6 +29,8 @@ The parts (``tg.exercises.parts()`` lists them with what each receives and retur
   for one-argument operations, sums and matrix products (``make_map(fn)``, a
   ``block_sum_rows(x, out)`` kernel, ``make_tiled_matmul(tile)``; see
   :mod:`teachgrad.kernels.parts`).
+- ``cuda.online_softmax``: ``online_softmax_update(scores, v_tile, m, l, acc) -> (m, l)``,
+  the device function the tiled attention kernel folds each key tile in with.
 - ``tune.promote``: ``promote(losses, eta) -> [indices]``, which trials of a rung go on
   in ``tg.tune``'s successive halving, Hyperband and BOHB.
 - ``distributed.ring_all_reduce``: ``ring_all_reduce(data, comm)``, the sum that DDP and
@@ -52,6 +54,7 @@ def _declare_all(name: str | None = None) -> None:
     from .. import nn, optim  # noqa: F401  (optim declares its steps; nn, its operations)
     if name is None or name.startswith("cuda."):
         from ..kernels import parts  # noqa: F401  (declares cuda.map, cuda.reduce, cuda.matmul)
+        from ..kernels import attention  # noqa: F401  (declares cuda.online_softmax)
     if name is None or name.startswith("tune."):
         from .. import tune  # noqa: F401  (declares tune.promote)
     if name is None or name.startswith("compile."):

@@ -23,13 +23,14 @@ when ``j <= i``, counted from the top left) masks single scores with ``-inf``, a
 skips key tiles that lie wholly to the right of the block's last row: their loads,
 barriers and arithmetic are never done.
 
-The per-tile update is the device function :func:`online_softmax_update`; the kernel
-factory takes another one in its place (the exercise of chapter 17 plugs yours in).
+The per-tile update is the device function :func:`online_softmax_update`, and an engine
+part, ``cuda.online_softmax``: ``tg.exercises.plug("cuda.online_softmax", yours)`` makes
+every later launch (``tg.kernels.flash_attention`` too) run your update instead.
 
 Kernel-level API (contiguous float32 device arrays ``(batch*heads, rows, head_dim)``)::
 
     flash_forward(Q, K, V, O, LSE, causal=False, scale=None,
-                  block_q=BLOCK_Q, block_k=BLOCK_K, update=online_softmax_update)
+                  block_q=BLOCK_Q, block_k=BLOCK_K, update=None)   # None: the part's
     flash_attention_kernel(head_dim, block_q, block_k, causal, update, record) -> kernel
     naive_attention(q, k, v, causal=False, scale=None) -> numpy   # the spec
 
@@ -51,6 +52,7 @@ import numpy as np
 from numba import cuda, float32
 
 from .. import _cuda_setup
+from ..autograd import parts as registry
 from .launch import launch
 from .matmul import copy_tile
 
@@ -207,12 +209,16 @@ def _dummy(ndim: int):
 
 def flash_forward(Q, K, V, O, LSE, causal: bool = False, scale: float | None = None,
                   block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
-                  update: Callable = online_softmax_update, trace: tuple | None = None) -> None:
+                  update: Callable | None = None, trace: tuple | None = None) -> None:
     """Enqueue the tiled attention forward: ``O`` and ``LSE = m + log(l)`` per row.
 
-    ``trace``: ``(head, row, state, scores, out)`` to record one row (see
-    :func:`flash_attention_kernel`); ``scale`` defaults to ``1 / sqrt(head_dim)``.
+    ``update``: the per-tile device function (default: whatever runs the part
+    ``cuda.online_softmax`` now, the engine's own unless one is plugged). ``trace``:
+    ``(head, row, state, scores, out)`` to record one row (see :func:`flash_attention_kernel`);
+    ``scale`` defaults to ``1 / sqrt(head_dim)``.
     """
+    if update is None:
+        update = ONLINE_SOFTMAX.fn or online_softmax_update
     _check_shapes(Q, K, V, O, LSE)
     for name, size in (("block_q", block_q), ("block_k", block_k)):
         if not isinstance(size, (int, np.integer)) or size < 1:
@@ -287,3 +293,12 @@ def _float32():
     from .. import dtypes
 
     return dtypes.float32
+
+
+ONLINE_SOFTMAX = registry.declare(
+    "cuda.online_softmax",
+    receives="online_softmax_update(scores, v_tile, m, l, acc): a device function "
+             "(@cuda.jit(device=True)) called by each query row's thread once per key tile",
+    returns="the new (m, l), the running max and sum, with acc (the running sum of "
+            "exp(score - m) * v) updated in place",
+    engine=online_softmax_update)

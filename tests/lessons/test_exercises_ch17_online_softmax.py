@@ -1,0 +1,150 @@
+"""Exercise 17.2, the online softmax: right updates pass (the engine's own, and one that
+keeps the tile's max apart), the usual slips are rejected with a hint that names them,
+and the part is given back afterwards."""
+from __future__ import annotations
+
+import teachgrad  # noqa: F401  (first: chooses GPU or simulator before numba loads)
+
+import math
+
+import pytest
+from numba import cuda
+
+import teachgrad as tg
+from teachgrad.exercises import ch17
+from teachgrad.kernels.attention import online_softmax_update
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_plugged():
+    yield
+    assert tg.exercises.plugged_parts() == {}
+
+
+def _rejected(feedback, *says: str) -> None:
+    assert not feedback.passed, feedback.message
+    for text in says:
+        assert text in feedback.message, feedback.message
+
+
+@cuda.jit(device=True)
+def two_pass_update(scores, v_tile, m, l, acc):
+    """Right too: the tile's own max first, then merged with the running one."""
+    tile_max = -math.inf
+    for j in range(scores.shape[0]):
+        tile_max = max(tile_max, scores[j])
+    m_new = max(m, tile_max)
+    old = math.exp(m - m_new)
+    for d in range(acc.shape[0]):
+        acc[d] *= old
+    total = 0.0
+    for j in range(scores.shape[0]):
+        p = math.exp(scores[j] - m_new)
+        total += p
+        for d in range(acc.shape[0]):
+            acc[d] += p * v_tile[j, d]
+    return m_new, l * old + total
+
+
+@cuda.jit(device=True)
+def forgets_to_rescale(scores, v_tile, m, l, acc):
+    m_new = m
+    for j in range(scores.shape[0]):
+        m_new = max(m_new, scores[j])
+    for j in range(scores.shape[0]):
+        p = math.exp(scores[j] - m_new)
+        l += p
+        for d in range(acc.shape[0]):
+            acc[d] += p * v_tile[j, d]
+    return m_new, l
+
+
+@cuda.jit(device=True)
+def rescales_only_the_sum(scores, v_tile, m, l, acc):
+    m_new = m
+    for j in range(scores.shape[0]):
+        m_new = max(m_new, scores[j])
+    l = l * math.exp(m - m_new)
+    for j in range(scores.shape[0]):
+        p = math.exp(scores[j] - m_new)
+        l += p
+        for d in range(acc.shape[0]):
+            acc[d] += p * v_tile[j, d]
+    return m_new, l
+
+
+@cuda.jit(device=True)
+def never_shifts(scores, v_tile, m, l, acc):
+    for j in range(scores.shape[0]):
+        p = math.exp(scores[j])
+        l += p
+        for d in range(acc.shape[0]):
+            acc[d] += p * v_tile[j, d]
+    return 0.0, l
+
+
+@cuda.jit(device=True)
+def tile_max_only(scores, v_tile, m, l, acc):
+    """Forgets the running max: a tile of smaller (or all masked) scores breaks it."""
+    m_new = -math.inf
+    for j in range(scores.shape[0]):
+        m_new = max(m_new, scores[j])
+    rescale = math.exp(m - m_new)
+    l = l * rescale
+    for d in range(acc.shape[0]):
+        acc[d] = acc[d] * rescale
+    for j in range(scores.shape[0]):
+        p = math.exp(scores[j] - m_new)
+        l += p
+        for d in range(acc.shape[0]):
+            acc[d] += p * v_tile[j, d]
+    return m_new, l
+
+
+@cuda.jit(device=True)
+def returns_a_scaled_sum(scores, v_tile, m, l, acc):
+    """The output is right (acc and l share the slip) but l is not the running sum."""
+    m_new = m
+    for j in range(scores.shape[0]):
+        m_new = max(m_new, scores[j])
+    rescale = math.exp(m - m_new)
+    l = l * rescale
+    for d in range(acc.shape[0]):
+        acc[d] = 2 * acc[d] * rescale
+    for j in range(scores.shape[0]):
+        p = math.exp(scores[j] - m_new)
+        l += p
+        for d in range(acc.shape[0]):
+            acc[d] += p * v_tile[j, d]
+    return m_new, l
+
+
+@pytest.mark.parametrize("update", [online_softmax_update, two_pass_update])
+def test_right_updates_pass(update):
+    feedback = ch17.check_online_softmax(update)
+    assert feedback.passed, feedback.message
+
+
+def test_the_usual_slips_are_rejected_with_their_hint():
+    _rejected(ch17.check_online_softmax(forgets_to_rescale), "scores rising", "exp(m_old - m_new)")
+    _rejected(ch17.check_online_softmax(rescales_only_the_sum), "every acc[d]")
+    _rejected(ch17.check_online_softmax(never_shifts), "spread over hundreds", "subtract the running max")
+    _rejected(ch17.check_online_softmax(tile_max_only), "max(m, the tile's scores)")
+    _rejected(ch17.check_online_softmax(returns_a_scaled_sum), "wrong output")
+
+
+def test_a_stub_is_not_solved_yet_and_a_plain_function_is_refused():
+    @cuda.jit(device=True)
+    def stub(scores, v_tile, m, l, acc):
+        raise NotImplementedError("fill in online_softmax_update")
+
+    assert ch17.check_online_softmax(stub).status == "not solved yet"
+    _rejected(ch17.check_online_softmax(online_softmax_update.py_func), "must be a device function",
+              "@cuda.jit(device=True)")
+
+
+def test_the_catalog_lists_it_as_a_build_exercise_of_the_part():
+    [exercise] = tg.exercises.catalog(17)
+    assert (exercise.id, exercise.kind, exercise.plugs_into) == \
+        ("17.2", "build", ("cuda.online_softmax",))
+    assert "cuda.online_softmax" in tg.exercises.parts()
