@@ -77,16 +77,16 @@ def online_softmax_update(scores, v_tile, m, l, acc):
     running sum of ``exp(score - m) * v``, updated in place.
     """
     tile_max = m
-    for j in range(scores.shape[0]):
+    for j in range(len(scores)):
         tile_max = max(tile_max, scores[j])
     rescale = math.exp(m - tile_max)  # the old terms were taken against a smaller max
     l = l * rescale
-    for d in range(acc.shape[0]):
+    for d in range(len(acc)):
         acc[d] = acc[d] * rescale
-    for j in range(scores.shape[0]):
+    for j in range(len(scores)):
         p = math.exp(scores[j] - tile_max)
         l += p
-        for d in range(acc.shape[0]):
+        for d in range(len(acc)):
             acc[d] += p * v_tile[j, d]
     return tile_max, l
 
