@@ -27,6 +27,7 @@ import numpy as np
 
 from . import _svg
 from ._display import StaticSVG
+from ._stepping import StepControls
 
 BAR = 20
 PLOT = 110
@@ -127,7 +128,7 @@ def state_table(record: Any, step: int) -> str:
             f"naive attention: [{ref}]. Recorded by the kernel on: {record.device}.</small>")
 
 
-class OnlineSoftmaxView(StaticSVG, widgets.VBox):
+class OnlineSoftmaxView(StepControls, StaticSVG, widgets.VBox):
     """Step through the key tiles of one query row of the tiled attention kernel.
 
     Args:
@@ -147,29 +148,15 @@ class OnlineSoftmaxView(StaticSVG, widgets.VBox):
         from teachgrad.kernels.attention_record import record_online_softmax
 
         self.record = record_online_softmax(T, S, head_dim, block_q, block_k, causal, row, seed)
-        self.back_button = widgets.Button(description="back", icon="step-backward")
-        self.next_button = widgets.Button(description="next", icon="step-forward")
-        self.step_slider = widgets.IntSlider(0, 0, self.record.visited - 1, description="tile")
+        controls = self._step_controls(self.record.visited - 1, "tile")
         self.caption = widgets.HTML()
         self.canvas = widgets.HTML()
         self.table = widgets.HTML()
-        super().__init__([widgets.HBox([self.back_button, self.next_button, self.step_slider]),
-                          self.caption, self.canvas, self.table])
-        self.back_button.on_click(lambda b: self._move(-1))
-        self.next_button.on_click(lambda b: self._move(+1))
-        self.step_slider.observe(lambda change: self._draw(), names="value")
+        super().__init__([widgets.HBox(controls), self.caption, self.canvas, self.table])
         self._draw()
 
-    @property
-    def step(self) -> int:
-        return self.step_slider.value
-
-    def _move(self, delta: int) -> None:
-        self.step_slider.value = max(0, min(self.step_slider.max, self.step + delta))
-
     def _draw(self) -> None:
-        self.back_button.disabled = self.step == 0
-        self.next_button.disabled = self.step == self.step_slider.max
+        self._disable_ends()
         self.caption.value = (f'<div class="teachgrad-online-softmax-step" data-step="{self.step}">'
                               f"<b>tile {self.step + 1} of {self.record.visited}</b>: "
                               f"{self.record.steps[self.step]}</div>")

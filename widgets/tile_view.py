@@ -27,6 +27,7 @@ import ipywidgets as widgets
 
 from . import _svg
 from ._display import StaticSVG
+from ._stepping import StepControls
 
 CELL = 22
 
@@ -131,7 +132,7 @@ def traffic_table(record: Any) -> str:
             f"{formula['tiled']['global_reads']}). Recorded on: {record.device}.</small>")
 
 
-class TileView(StaticSVG, widgets.VBox):
+class TileView(StepControls, StaticSVG, widgets.VBox):
     """Step through the phases of one output tile of the tiled matmul.
 
     Args:
@@ -153,35 +154,20 @@ class TileView(StaticSVG, widgets.VBox):
         self.record = (record_tiled_matmul(M, K, N, tile=tile, out_tile=out_tile)
                        if make_matmul is None else
                        tiled_launch_record(make_matmul, M, K, N, tile=tile, out_tile=out_tile))
-        last = len(self.record.steps) - 1
-        self.back_button = widgets.Button(description="back", icon="step-backward")
-        self.next_button = widgets.Button(description="next", icon="step-forward")
-        self.step_slider = widgets.IntSlider(0, 0, last, description="step")
+        controls = self._step_controls(len(self.record.steps) - 1)
         threads = [(f"({ty}, {tx})", (ty, tx)) for ty in range(tile) for tx in range(tile)]
         self.thread_picker = widgets.Dropdown(options=threads, value=(0, 0), description="thread")
         self.caption = widgets.HTML()
         self.canvas = widgets.HTML()
         self.traffic = widgets.HTML(traffic_table(self.record))
-        super().__init__([widgets.HBox([self.back_button, self.next_button, self.step_slider,
-                                        self.thread_picker]),
+        super().__init__([widgets.HBox(controls + [self.thread_picker]),
                           self.caption, self.canvas, self.traffic])
-        self.back_button.on_click(lambda b: self._move(-1))
-        self.next_button.on_click(lambda b: self._move(+1))
-        self.step_slider.observe(lambda change: self._draw(), names="value")
         self.thread_picker.observe(lambda change: self._draw(), names="value")
         self._draw()
 
-    @property
-    def step(self) -> int:
-        return self.step_slider.value
-
-    def _move(self, delta: int) -> None:
-        self.step_slider.value = max(0, min(self.step_slider.max, self.step + delta))
-
     def _draw(self) -> None:
         phase, kind, words = self.record.steps[self.step]
-        self.back_button.disabled = self.step == 0
-        self.next_button.disabled = self.step == self.step_slider.max
+        self._disable_ends()
         self.caption.value = (f'<div class="teachgrad-tile-step" data-kind="{kind}">'
                               f"<b>step {self.step + 1} of {len(self.record.steps)}</b> "
                               f"(output tile {self.record.out_tile}): {words}</div>")
