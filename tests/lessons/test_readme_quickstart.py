@@ -46,7 +46,7 @@ def test_the_widget_examples_in_the_readme_run():
         made[line.split("(")[0]] = eval(line.split("#")[0], {  # noqa: S307
             **vars(__import__("teachgrad.widgets", fromlist=["*"])),
             "loss": loss, "x": x, "w": w, "model": model})
-    assert set(made) == {"GraphView", "BackpropStepper", "ThreadMap", "TileView", "RaceView",
-                         "SpeedChart"}
+    assert set(made) == {"GraphView", "BackpropStepper", "ThreadMap", "TileView",
+                         "OnlineSoftmaxView", "RaceView", "SpeedChart"}
     for widget in made.values():
         assert hasattr(widget, "children")
