@@ -13,7 +13,8 @@ Read them in this order:
 * :mod:`~teachgrad.kernels.race` -- finding a missing ``syncthreads``;
 * :mod:`~teachgrad.kernels.transfer` -- counted host<->device copies;
 * :mod:`~teachgrad.kernels.attention` -- attention in tiles, with the online softmax
-  (:mod:`~teachgrad.kernels.attention_naive`: the score matrix written out; what both did:
+  (:mod:`~teachgrad.kernels.attention_naive`: the score matrix written out; the gradients,
+  recomputed: :mod:`~teachgrad.kernels.attention_backward`; what both did:
   :mod:`~teachgrad.kernels.attention_record`);
 * :mod:`~teachgrad.kernels.tensor_core` -- a model of a tensor core's warp-wide
   matrix-multiply-accumulate, and a matmul built on it.

@@ -37,10 +37,10 @@ Kernel-level API (contiguous float32 device arrays ``(batch*heads, rows, head_di
 Tensor-level: ``tg.kernels.flash_attention(q, k, v, causal=False, scale=None)`` on
 ``cuda`` tensors shaped ``(..., T, head_dim)`` (forward only).
 
-Real FlashAttention differs in what a teaching kernel leaves out: a warp (not one
-thread) shares each row, the products ``Q K^T`` and ``P V`` run on tensor cores, and
-the backward pass recomputes the scores from the stored ``LSE`` (``m + log l``, which
-this kernel writes too) instead of keeping them.
+The backward pass (:mod:`.attention_backward`) recomputes the probabilities tile by tile
+from the stored ``LSE`` (``m + log l``, which this kernel writes too) instead of keeping
+them. Real FlashAttention differs in what a teaching kernel leaves out: a warp (not one
+thread) shares each row, and the products ``Q K^T`` and ``P V`` run on tensor cores.
 """
 from __future__ import annotations
 

@@ -192,3 +192,48 @@ def test_traffic_formulas_by_hand():
     causal = attention_traffic_formulas(8, 8, 2, block_q=4, block_k=4, causal=True)
     assert causal["flash"]["global_reads"] == 16 + 2 * (4 + 8) * 2  # block 0 skips keys 4..7
     assert causal["naive"]["global_reads"] == 2 * 2 * 36 + 192 + 256
+
+
+# -- the backward pass ----------------------------------------------------------------------------
+
+def reference_gradients(q, k, v, grad_out, causal):
+    """dQ, dK, dV of naive attention (float64), from the softmax's backward."""
+    q, k, v, grad_out = (a.astype(np.float64) for a in (q, k, v, grad_out))
+    scale = 1 / math.sqrt(q.shape[-1])
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    ds = p * (grad_out @ np.swapaxes(v, -1, -2) - (grad_out * (p @ v)).sum(-1, keepdims=True))
+    return ds @ k * scale, np.swapaxes(ds, -1, -2) @ q * scale, np.swapaxes(p, -1, -2) @ grad_out
+
+
+@pytest.mark.parametrize("heads,T,S,D,block_q,block_k,causal", [
+    (2, 11, 13, 5, 4, 4, False), (2, 11, 13, 5, 4, 3, True), (1, 9, 5, 3, 2, 4, True),
+    (3, 7, 7, 1, 8, 2, False), (1, 5, 12, 4, 2, 3, True),  # keys past the last query: no gradient
+])
+def test_backward_matches_the_gradients_of_naive_attention(heads, T, S, D, block_q, block_k, causal):
+    from teachgrad.kernels.attention_backward import flash_backward
+
+    q, k, v = inputs(heads, T, S, D, spread=1.5)
+    grad_out = rng.standard_normal((heads, T, D)).astype(np.float32)
+    Q, K, V = to_device(q), to_device(k), to_device(v)
+    O, L = to_device(np.zeros((heads, T, D), np.float32)), to_device(np.zeros((heads, T), np.float32))
+    attention.flash_forward(Q, K, V, O, L, causal=causal, block_q=block_q, block_k=block_k)
+    grads = [to_device(np.full(a.shape, np.nan, np.float32)) for a in (q, k, v)]
+    flash_backward(Q, K, V, O, L, to_device(grad_out), *grads, causal=causal, block_q=block_q,
+                   block_k=block_k)
+    for name, got, want in zip(("dQ", "dK", "dV"), grads, reference_gradients(q, k, v, grad_out, causal)):
+        np.testing.assert_allclose(to_host(got), want, rtol=1e-4, atol=1e-5, err_msg=name)
+    if causal and S > T:
+        assert not to_host(grads[1])[:, T:].any() and not to_host(grads[2])[:, T:].any()
+
+
+def test_backward_refuses_gradients_of_the_wrong_shape():
+    from teachgrad.kernels.attention_backward import flash_backward
+
+    x = to_device(np.zeros((1, 4, 3), np.float32))
+    L = to_device(np.zeros((1, 4), np.float32))
+    with pytest.raises(ValueError, match=r"dK must be float32 of shape \(1, 4, 3\)"):
+        flash_backward(x, x, x, x, L, x, x, to_device(np.zeros((1, 4, 2), np.float32)), x)

@@ -1,0 +1,169 @@
+"""The backward pass of tiled attention: gradients without the T x S matrix, recomputed.
+
+The forward (:mod:`.attention`) keeps only ``O`` and ``LSE = m + log l`` per query row.
+The backward needs the probabilities ``P[i, j] = exp(s_ij - LSE_i)`` again, and
+recomputes them tile by tile from ``Q``, ``K`` and ``LSE`` instead of storing them -- a
+few more multiply-adds for far less memory (Dao et al. 2022). With ``dO`` the gradient of
+the output and ``D_i = dO_i . O_i``:
+
+* ``dV_j = sum_i P_ij dO_i``;
+* ``dP_ij = dO_i . v_j`` and ``dS_ij = P_ij (dP_ij - D_i)`` (the softmax's backward);
+* ``dQ_i = scale * sum_j dS_ij k_j`` and ``dK_j = scale * sum_i dS_ij q_i``.
+
+Two kernels, so that no two threads add into the same gradient row (no atomics):
+:func:`dq_kernel` (one thread per query row, walking key tiles, as the forward does; it
+also writes ``D``) and :func:`dkdv_kernel` (one thread per key row, walking query tiles
+staged in shared memory). Causal masking skips the same wholly masked tiles.
+
+Kernel-level API (contiguous float32 device arrays, leading axis batch*heads)::
+
+    flash_backward(Q, K, V, O, LSE, dO, dQ, dK, dV, causal=False, scale=None,
+                   block_q=BLOCK_Q, block_k=BLOCK_K)
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from numba import cuda, float32
+
+from .attention import BLOCK_K, BLOCK_Q, _check_shapes
+from .launch import launch
+from .matmul import copy_tile
+from .strided import new_array
+
+_ZERO = float32(0.0)
+
+
+@cuda.jit(device=True)
+def dot(a, b, b_row):
+    """``a . b[b_row, :]`` (a local row against a row of a shared tile)."""
+    total = _ZERO
+    for d in range(len(a)):
+        total += a[d] * b[b_row, d]
+    return total
+
+
+@functools.lru_cache(maxsize=None)
+def dq_kernel(head_dim: int, block_q: int, block_k: int, causal: bool):
+    D, BQ, BK = head_dim, block_q, block_k
+
+    def flash_attention_dq(Q, K, V, O, LSE, dO, dQ, Dvec, scale):
+        k_tile = cuda.shared.array((BK, D), float32)
+        v_tile = cuda.shared.array((BK, D), float32)
+        q_row = cuda.local.array(D, float32)
+        do_row = cuda.local.array(D, float32)
+        dq = cuda.local.array(D, float32)
+        me, head = cuda.threadIdx.x, cuda.blockIdx.y
+        row = cuda.blockIdx.x * BQ + me
+        rows, keys = Q.shape[1], K.shape[1]
+        active = row < rows
+        delta, lse = _ZERO, _ZERO
+        if active:
+            lse = LSE[head, row]
+            for d in range(D):
+                q_row[d] = Q[head, row, d]
+                do_row[d] = dO[head, row, d]
+                delta += do_row[d] * O[head, row, d]  # D_i = dO_i . O_i
+                dq[d] = _ZERO
+            Dvec[head, row] = delta
+        visited = -(-keys // BK)
+        if causal:
+            visited = min(visited, (min(cuda.blockIdx.x * BQ + BQ, rows) - 1) // BK + 1)
+        for tile in range(visited):
+            k0 = tile * BK
+            copy_tile(k_tile, K, head, k0, 0, me, BQ, _ZERO)
+            copy_tile(v_tile, V, head, k0, 0, me, BQ, _ZERO)
+            cuda.syncthreads()
+            if active:
+                for j in range(BK):
+                    key = k0 + j
+                    if key < keys and (not causal or key <= row):
+                        p = math.exp(scale * dot(q_row, k_tile, j) - lse)  # recomputed
+                        ds = p * (dot(do_row, v_tile, j) - delta)
+                        for d in range(D):
+                            dq[d] += scale * ds * k_tile[j, d]
+            cuda.syncthreads()
+        if active:
+            for d in range(D):
+                dQ[head, row, d] = dq[d]
+
+    kernel = cuda.jit(flash_attention_dq)
+    kernel.shared_bytes = 2 * BK * D * 4
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def dkdv_kernel(head_dim: int, block_q: int, block_k: int, causal: bool):
+    D, BQ, BK = head_dim, block_q, block_k
+
+    def flash_attention_dkdv(Q, K, V, LSE, dO, Dvec, dK, dV, scale):
+        q_tile = cuda.shared.array((BQ, D), float32)
+        do_tile = cuda.shared.array((BQ, D), float32)
+        lse_tile = cuda.shared.array(BQ, float32)
+        delta_tile = cuda.shared.array(BQ, float32)
+        k_row = cuda.local.array(D, float32)
+        v_row = cuda.local.array(D, float32)
+        dk = cuda.local.array(D, float32)
+        dv = cuda.local.array(D, float32)
+        me, head = cuda.threadIdx.x, cuda.blockIdx.y
+        k0 = cuda.blockIdx.x * BK
+        key = k0 + me
+        rows, keys = Q.shape[1], K.shape[1]
+        active = key < keys
+        for d in range(D):
+            k_row[d] = K[head, key, d] if active else _ZERO
+            v_row[d] = V[head, key, d] if active else _ZERO
+            dk[d] = _ZERO
+            dv[d] = _ZERO
+        first = k0 // BQ if causal else 0  # query tiles wholly above the block's keys: skipped
+        for tile in range(first, -(-rows // BQ)):
+            q0 = tile * BQ
+            copy_tile(q_tile, Q, head, q0, 0, me, BK, _ZERO)
+            copy_tile(do_tile, dO, head, q0, 0, me, BK, _ZERO)
+            for i in range(me, BQ, BK):
+                lse_tile[i] = LSE[head, q0 + i] if q0 + i < rows else _ZERO
+                delta_tile[i] = Dvec[head, q0 + i] if q0 + i < rows else _ZERO
+            cuda.syncthreads()
+            if active:
+                for i in range(BQ):
+                    query = q0 + i
+                    if query < rows and (not causal or key <= query):
+                        p = math.exp(scale * dot(k_row, q_tile, i) - lse_tile[i])
+                        ds = p * (dot(v_row, do_tile, i) - delta_tile[i])
+                        for d in range(D):
+                            dv[d] += p * do_tile[i, d]
+                            dk[d] += scale * ds * q_tile[i, d]
+            cuda.syncthreads()
+        if active:
+            for d in range(D):
+                dK[head, key, d] = dk[d]
+                dV[head, key, d] = dv[d]
+
+    kernel = cuda.jit(flash_attention_dkdv)
+    kernel.shared_bytes = (2 * BQ * D + 2 * BQ) * 4
+    return kernel
+
+
+def flash_backward(Q, K, V, O, LSE, dO, dQ, dK, dV, causal: bool = False,
+                   scale: float | None = None, block_q: int = BLOCK_Q,
+                   block_k: int = BLOCK_K) -> None:
+    """Enqueue the two backward kernels: ``dQ``, ``dK``, ``dV`` from the forward's ``O``, ``LSE``."""
+    _check_shapes(Q, K, V, O, LSE)
+    for name, given, like in (("dO", dO, O), ("dQ", dQ, Q), ("dK", dK, K), ("dV", dV, V)):
+        if tuple(given.shape) != tuple(like.shape) or np.dtype(given.dtype) != np.float32:
+            raise ValueError(f"{name} must be float32 of shape {tuple(like.shape)}, got "
+                             f"{given.dtype} {tuple(given.shape)}")
+    for name, size in (("block_q", block_q), ("block_k", block_k)):
+        if not isinstance(size, (int, np.integer)) or size < 1:
+            raise ValueError(f"{name} must be a positive int, got {size!r}")
+    bh, T, D = Q.shape
+    S = K.shape[1]
+    scale = np.float32(1.0 / math.sqrt(D) if scale is None else scale)
+    delta = new_array((bh, T), np.float32).buffer.reshape(bh, T)
+    options = (int(D), int(block_q), int(block_k), bool(causal))
+    launch(dq_kernel(*options), (-(-T // block_q), bh), block_q, Q, K, V, O, LSE, dO, dQ,
+           delta, scale)
+    launch(dkdv_kernel(*options), (-(-S // block_k), bh), block_k, Q, K, V, LSE, dO, delta,
+           dK, dV, scale)
