@@ -25,7 +25,7 @@ Modules are imported on demand: importing this package does not import numba.
 """
 
 #: Tensor-level entry points, loaded on first use: ``tg.kernels.flash_attention(q, k, v)``.
-_ENTRY_POINTS = {"flash_attention": "attention", "tensor_core_matmul": "tensor_core"}
+_ENTRY_POINTS = {"flash_attention": "attention_autograd", "tensor_core_matmul": "tensor_core"}
 
 
 def __getattr__(name: str):

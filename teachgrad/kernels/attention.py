@@ -27,15 +27,16 @@ The per-tile update is the device function :func:`online_softmax_update`, and an
 part, ``cuda.online_softmax``: ``tg.exercises.plug("cuda.online_softmax", yours)`` makes
 every later launch (``tg.kernels.flash_attention`` too) run your update instead.
 
-Kernel-level API (contiguous float32 device arrays ``(batch*heads, rows, head_dim)``)::
+Kernel-level API (contiguous float32 or float64 device arrays ``(batch*heads, rows, head_dim)``)::
 
     flash_forward(Q, K, V, O, LSE, causal=False, scale=None,
                   block_q=BLOCK_Q, block_k=BLOCK_K, update=None)   # None: the part's
-    flash_attention_kernel(head_dim, block_q, block_k, causal, update, record) -> kernel
+    flash_attention_kernel(head_dim, block_q, block_k, causal, update, record, dtype) -> kernel
     naive_attention(q, k, v, causal=False, scale=None) -> numpy   # the spec
 
-Tensor-level: ``tg.kernels.flash_attention(q, k, v, causal=False, scale=None)`` on
-``cuda`` tensors shaped ``(..., T, head_dim)`` (forward only).
+Tensor-level (differentiable, :mod:`.attention_autograd`):
+``tg.kernels.flash_attention(q, k, v, causal=False, scale=None)`` on ``cuda`` tensors
+shaped ``(..., T, head_dim)``.
 
 The backward pass (:mod:`.attention_backward`) recomputes the probabilities tile by tile
 from the stored ``LSE`` (``m + log l``, which this kernel writes too) instead of keeping
@@ -49,7 +50,7 @@ import math
 from typing import Any, Callable
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, from_dtype
 
 from .. import _cuda_setup
 from ..autograd import parts as registry
@@ -117,7 +118,7 @@ def tiles_visited(rows: int, keys: int, block_q: int, block_k: int, causal: bool
 @functools.lru_cache(maxsize=None)
 def flash_attention_kernel(head_dim: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
                            causal: bool = False, update: Callable = online_softmax_update,
-                           record: bool = False):
+                           record: bool = False, dtype: np.dtype = np.dtype(np.float32)):
     """The forward kernel for one head dimension, tile shape, mask and update rule.
 
     Launch it on a grid of ``(ceil(T / block_q), batch*heads)`` blocks of ``block_q``
@@ -126,29 +127,31 @@ def flash_attention_kernel(head_dim: int, block_q: int = BLOCK_Q, block_k: int =
     :func:`teachgrad.kernels.attention_record.record_online_softmax`).
     """
     D, BQ, BK = head_dim, block_q, block_k
+    value_type = from_dtype(np.dtype(dtype))
+    zero, neg_inf = np.dtype(dtype).type(0), np.dtype(dtype).type(-np.inf)
 
     def flash_attention_forward(Q, K, V, O, LSE, scale, trace_head, trace_row,
                                 trace_state, trace_scores, trace_out):
-        k_tile = cuda.shared.array((BK, D), float32)
-        v_tile = cuda.shared.array((BK, D), float32)
-        q_row = cuda.local.array(D, float32)
-        acc = cuda.local.array(D, float32)
-        scores = cuda.local.array(BK, float32)
+        k_tile = cuda.shared.array((BK, D), value_type)
+        v_tile = cuda.shared.array((BK, D), value_type)
+        q_row = cuda.local.array(D, value_type)
+        acc = cuda.local.array(D, value_type)
+        scores = cuda.local.array(BK, value_type)
         me, head = cuda.threadIdx.x, cuda.blockIdx.y
         row = cuda.blockIdx.x * BQ + me
         rows, keys = Q.shape[1], K.shape[1]
         active = row < rows  # threads past the last row still help load and reach barriers
         for d in range(D):
-            q_row[d] = Q[head, row, d] * scale if active else _ZERO  # the scale, folded into q
-            acc[d] = _ZERO
-        m, l = _NEG_INF, _ZERO
+            q_row[d] = Q[head, row, d] * scale if active else zero  # the scale, folded into q
+            acc[d] = zero
+        m, l = neg_inf, zero
         visited = -(-keys // BK)
         if causal:  # key tiles wholly right of the diagonal are skipped, loads and all
             visited = min(visited, (min(cuda.blockIdx.x * BQ + BQ, rows) - 1) // BK + 1)
         for tile in range(visited):
             k0 = tile * BK
-            copy_tile(k_tile, K, head, k0, 0, me, BQ, _ZERO)  # zeros past the last key
-            copy_tile(v_tile, V, head, k0, 0, me, BQ, _ZERO)
+            copy_tile(k_tile, K, head, k0, 0, me, BQ, zero)  # zeros past the last key
+            copy_tile(v_tile, V, head, k0, 0, me, BQ, zero)
             cuda.syncthreads()  # both tiles complete before anyone scores against them
             if active:
                 score_tile(scores, q_row, k_tile, k0, row, keys, causal)
@@ -171,7 +174,7 @@ def flash_attention_kernel(head_dim: int, block_q: int = BLOCK_Q, block_k: int =
             LSE[head, row] = m + math.log(l)
 
     kernel = cuda.jit(flash_attention_forward)
-    kernel.shared_bytes = 2 * BK * D * 4
+    kernel.shared_bytes = 2 * BK * D * np.dtype(dtype).itemsize
     return kernel
 
 
@@ -194,17 +197,21 @@ def _check_shapes(Q: Any, K: Any, V: Any, O: Any, LSE: Any) -> None:
     if D > MAX_HEAD_DIM:
         raise ValueError(f"head_dim {D} is over the kernel's limit of {MAX_HEAD_DIM}: split the "
                          "model into more heads")
-    if any(np.dtype(a.dtype) != np.float32 for a in (Q, K, V, O, LSE)):
-        raise TypeError("flash_forward computes in float32: give it float32 arrays")
+    dtypes = {np.dtype(a.dtype) for a in (Q, K, V, O, LSE)}
+    if len(dtypes) > 1 or dtypes - {np.dtype(np.float32), np.dtype(np.float64)}:
+        raise TypeError(f"flash attention computes in float32 or float64, all arrays alike: "
+                        f"got {', '.join(sorted(map(str, dtypes)))}")
 
 
-_dummies: dict[int, Any] = {}
+_dummies: dict[tuple, Any] = {}
 
 
-def _dummy(ndim: int):
-    if ndim not in _dummies:
-        _dummies[ndim] = cuda.device_array((1,) * ndim, dtype=np.float32)
-    return _dummies[ndim]
+def _dummy(ndim: int, dtype: np.dtype):
+    """A tiny stand-in for a trace array when not recording (never touched)."""
+    key = (ndim, np.dtype(dtype).str)
+    if key not in _dummies:
+        _dummies[key] = cuda.device_array((1,) * ndim, dtype=dtype)
+    return _dummies[key]
 
 
 def flash_forward(Q, K, V, O, LSE, causal: bool = False, scale: float | None = None,
@@ -225,10 +232,12 @@ def flash_forward(Q, K, V, O, LSE, causal: bool = False, scale: float | None = N
             raise ValueError(f"{name} must be a positive int, got {size!r}")
     bh, T, D = Q.shape
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    dtype = np.dtype(Q.dtype)
     kernel = flash_attention_kernel(int(D), int(block_q), int(block_k), bool(causal), update,
-                                    trace is not None)
-    head, row, *arrays = trace if trace is not None else (-1, -1, _dummy(2), _dummy(1), _dummy(2))
-    launch(kernel, (-(-T // block_q), bh), block_q, Q, K, V, O, LSE, np.float32(scale),
+                                    trace is not None, dtype)
+    head, row, *arrays = (trace if trace is not None else
+                          (-1, -1, _dummy(2, dtype), _dummy(1, dtype), _dummy(2, dtype)))
+    launch(kernel, (-(-T // block_q), bh), block_q, Q, K, V, O, LSE, dtype.type(scale),
            int(head), int(row), *arrays)
 
 
@@ -244,55 +253,6 @@ def naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = 
     scores = scores - scores.max(axis=-1, keepdims=True)
     weights = np.exp(scores)
     return weights / weights.sum(axis=-1, keepdims=True) @ v
-
-
-def flash_attention(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None) -> Any:
-    """``softmax(q k^T * scale) v`` on the ``cuda`` device by the tiled kernel (forward only).
-
-    ``q`` is ``(..., T, head_dim)``, ``k`` and ``v`` are ``(..., S, head_dim)`` float32
-    tensors on ``cuda`` with the same leading dimensions (batch, heads). The result is a
-    new ``cuda`` tensor like ``q``, without a ``grad_fn``: for training, use
-    ``F.scaled_dot_product_attention``, whose backward this kernel does not provide.
-    """
-    from .. import autograd
-    from ..tensor import Tensor
-    from .strided import new_array
-
-    tensors = {"q": q, "k": k, "v": v}
-    for name, t in tensors.items():
-        if not isinstance(t, Tensor):
-            raise TypeError(f"flash_attention: {name} is a {type(t).__name__}, not a tensor. "
-                            "Fix: tg.tensor(values, device='cuda')")
-        if t.device.type != "cuda":
-            raise ValueError(f"flash_attention runs the cuda kernel, but {name} is on "
-                             f"{t.device}. Fix: move the inputs with .cuda()")
-        if t.dim() < 2 or t.dtype is not _float32():
-            raise ValueError(f"flash_attention: {name} must be a float32 tensor of at least 2 "
-                             f"dimensions (..., rows, head_dim), got {t.dtype} {tuple(t.shape)}")
-        if t.requires_grad and autograd.is_grad_enabled():
-            raise RuntimeError("flash_attention is forward only (it records no backward). "
-                               "Fix: call it under tg.no_grad(), or use "
-                               "F.scaled_dot_product_attention to train")
-    lead = tuple(q.shape[:-2])
-    if tuple(k.shape[:-2]) != lead or tuple(v.shape[:-2]) != lead or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"flash_attention: q {tuple(q.shape)}, k {tuple(k.shape)} and v "
-                         f"{tuple(v.shape)} need the same leading dimensions, and k and v the "
-                         "same number of rows")
-    T, D, S = q.shape[-2], q.shape[-1], k.shape[-2]
-    bh = int(np.prod(lead, dtype=np.int64))
-    dense = [t.contiguous().array for t in (q, k, v)]
-    Q, K, V = (a.buffer[a.offset:a.offset + a.size].reshape(bh, n, D)
-               for a, n in zip(dense, (T, S, S)))
-    out, lse = new_array(tuple(q.shape), np.float32), new_array((bh, T), np.float32)
-    flash_forward(Q, K, V, out.buffer.reshape(bh, T, D), lse.buffer.reshape(bh, T),
-                  causal=causal, scale=scale)
-    return Tensor._make(out, q._backend, q.device)
-
-
-def _float32():
-    from .. import dtypes
-
-    return dtypes.float32
 
 
 ONLINE_SOFTMAX = registry.declare(

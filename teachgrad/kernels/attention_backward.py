@@ -15,7 +15,7 @@ Two kernels, so that no two threads add into the same gradient row (no atomics):
 also writes ``D``) and :func:`dkdv_kernel` (one thread per key row, walking query tiles
 staged in shared memory). Causal masking skips the same wholly masked tiles.
 
-Kernel-level API (contiguous float32 device arrays, leading axis batch*heads)::
+Kernel-level API (contiguous float32 or float64 device arrays, leading axis batch*heads)::
 
     flash_backward(Q, K, V, O, LSE, dO, dQ, dK, dV, causal=False, scale=None,
                    block_q=BLOCK_Q, block_k=BLOCK_K)
@@ -26,7 +26,7 @@ import functools
 import math
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, from_dtype
 
 from .attention import BLOCK_K, BLOCK_Q, _check_shapes
 from .launch import launch
@@ -46,35 +46,37 @@ def dot(a, b, b_row):
 
 
 @functools.lru_cache(maxsize=None)
-def dq_kernel(head_dim: int, block_q: int, block_k: int, causal: bool):
+def dq_kernel(head_dim: int, block_q: int, block_k: int, causal: bool,
+              dtype: np.dtype = np.dtype(np.float32)):
     D, BQ, BK = head_dim, block_q, block_k
+    value_type, zero = from_dtype(np.dtype(dtype)), np.dtype(dtype).type(0)
 
     def flash_attention_dq(Q, K, V, O, LSE, dO, dQ, Dvec, scale):
-        k_tile = cuda.shared.array((BK, D), float32)
-        v_tile = cuda.shared.array((BK, D), float32)
-        q_row = cuda.local.array(D, float32)
-        do_row = cuda.local.array(D, float32)
-        dq = cuda.local.array(D, float32)
+        k_tile = cuda.shared.array((BK, D), value_type)
+        v_tile = cuda.shared.array((BK, D), value_type)
+        q_row = cuda.local.array(D, value_type)
+        do_row = cuda.local.array(D, value_type)
+        dq = cuda.local.array(D, value_type)
         me, head = cuda.threadIdx.x, cuda.blockIdx.y
         row = cuda.blockIdx.x * BQ + me
         rows, keys = Q.shape[1], K.shape[1]
         active = row < rows
-        delta, lse = _ZERO, _ZERO
+        delta, lse = zero, zero
         if active:
             lse = LSE[head, row]
             for d in range(D):
                 q_row[d] = Q[head, row, d]
                 do_row[d] = dO[head, row, d]
                 delta += do_row[d] * O[head, row, d]  # D_i = dO_i . O_i
-                dq[d] = _ZERO
+                dq[d] = zero
             Dvec[head, row] = delta
         visited = -(-keys // BK)
         if causal:
             visited = min(visited, (min(cuda.blockIdx.x * BQ + BQ, rows) - 1) // BK + 1)
         for tile in range(visited):
             k0 = tile * BK
-            copy_tile(k_tile, K, head, k0, 0, me, BQ, _ZERO)
-            copy_tile(v_tile, V, head, k0, 0, me, BQ, _ZERO)
+            copy_tile(k_tile, K, head, k0, 0, me, BQ, zero)
+            copy_tile(v_tile, V, head, k0, 0, me, BQ, zero)
             cuda.syncthreads()
             if active:
                 for j in range(BK):
@@ -90,41 +92,43 @@ def dq_kernel(head_dim: int, block_q: int, block_k: int, causal: bool):
                 dQ[head, row, d] = dq[d]
 
     kernel = cuda.jit(flash_attention_dq)
-    kernel.shared_bytes = 2 * BK * D * 4
+    kernel.shared_bytes = 2 * BK * D * np.dtype(dtype).itemsize
     return kernel
 
 
 @functools.lru_cache(maxsize=None)
-def dkdv_kernel(head_dim: int, block_q: int, block_k: int, causal: bool):
+def dkdv_kernel(head_dim: int, block_q: int, block_k: int, causal: bool,
+                dtype: np.dtype = np.dtype(np.float32)):
     D, BQ, BK = head_dim, block_q, block_k
+    value_type, zero = from_dtype(np.dtype(dtype)), np.dtype(dtype).type(0)
 
     def flash_attention_dkdv(Q, K, V, LSE, dO, Dvec, dK, dV, scale):
-        q_tile = cuda.shared.array((BQ, D), float32)
-        do_tile = cuda.shared.array((BQ, D), float32)
-        lse_tile = cuda.shared.array(BQ, float32)
-        delta_tile = cuda.shared.array(BQ, float32)
-        k_row = cuda.local.array(D, float32)
-        v_row = cuda.local.array(D, float32)
-        dk = cuda.local.array(D, float32)
-        dv = cuda.local.array(D, float32)
+        q_tile = cuda.shared.array((BQ, D), value_type)
+        do_tile = cuda.shared.array((BQ, D), value_type)
+        lse_tile = cuda.shared.array(BQ, value_type)
+        delta_tile = cuda.shared.array(BQ, value_type)
+        k_row = cuda.local.array(D, value_type)
+        v_row = cuda.local.array(D, value_type)
+        dk = cuda.local.array(D, value_type)
+        dv = cuda.local.array(D, value_type)
         me, head = cuda.threadIdx.x, cuda.blockIdx.y
         k0 = cuda.blockIdx.x * BK
         key = k0 + me
         rows, keys = Q.shape[1], K.shape[1]
         active = key < keys
         for d in range(D):
-            k_row[d] = K[head, key, d] if active else _ZERO
-            v_row[d] = V[head, key, d] if active else _ZERO
-            dk[d] = _ZERO
-            dv[d] = _ZERO
+            k_row[d] = K[head, key, d] if active else zero
+            v_row[d] = V[head, key, d] if active else zero
+            dk[d] = zero
+            dv[d] = zero
         first = k0 // BQ if causal else 0  # query tiles wholly above the block's keys: skipped
         for tile in range(first, -(-rows // BQ)):
             q0 = tile * BQ
-            copy_tile(q_tile, Q, head, q0, 0, me, BK, _ZERO)
-            copy_tile(do_tile, dO, head, q0, 0, me, BK, _ZERO)
+            copy_tile(q_tile, Q, head, q0, 0, me, BK, zero)
+            copy_tile(do_tile, dO, head, q0, 0, me, BK, zero)
             for i in range(me, BQ, BK):
-                lse_tile[i] = LSE[head, q0 + i] if q0 + i < rows else _ZERO
-                delta_tile[i] = Dvec[head, q0 + i] if q0 + i < rows else _ZERO
+                lse_tile[i] = LSE[head, q0 + i] if q0 + i < rows else zero
+                delta_tile[i] = Dvec[head, q0 + i] if q0 + i < rows else zero
             cuda.syncthreads()
             if active:
                 for i in range(BQ):
@@ -142,7 +146,7 @@ def dkdv_kernel(head_dim: int, block_q: int, block_k: int, causal: bool):
                 dV[head, key, d] = dv[d]
 
     kernel = cuda.jit(flash_attention_dkdv)
-    kernel.shared_bytes = (2 * BQ * D + 2 * BQ) * 4
+    kernel.shared_bytes = (2 * BQ * D + 2 * BQ) * np.dtype(dtype).itemsize
     return kernel
 
 
@@ -152,17 +156,18 @@ def flash_backward(Q, K, V, O, LSE, dO, dQ, dK, dV, causal: bool = False,
     """Enqueue the two backward kernels: ``dQ``, ``dK``, ``dV`` from the forward's ``O``, ``LSE``."""
     _check_shapes(Q, K, V, O, LSE)
     for name, given, like in (("dO", dO, O), ("dQ", dQ, Q), ("dK", dK, K), ("dV", dV, V)):
-        if tuple(given.shape) != tuple(like.shape) or np.dtype(given.dtype) != np.float32:
-            raise ValueError(f"{name} must be float32 of shape {tuple(like.shape)}, got "
+        if tuple(given.shape) != tuple(like.shape) or given.dtype != like.dtype:
+            raise ValueError(f"{name} must be {like.dtype} of shape {tuple(like.shape)}, got "
                              f"{given.dtype} {tuple(given.shape)}")
     for name, size in (("block_q", block_q), ("block_k", block_k)):
         if not isinstance(size, (int, np.integer)) or size < 1:
             raise ValueError(f"{name} must be a positive int, got {size!r}")
     bh, T, D = Q.shape
     S = K.shape[1]
-    scale = np.float32(1.0 / math.sqrt(D) if scale is None else scale)
-    delta = new_array((bh, T), np.float32).buffer.reshape(bh, T)
-    options = (int(D), int(block_q), int(block_k), bool(causal))
+    dtype = np.dtype(Q.dtype)
+    scale = dtype.type(1.0 / math.sqrt(D) if scale is None else scale)
+    delta = new_array((bh, T), dtype).buffer.reshape(bh, T)
+    options = (int(D), int(block_q), int(block_k), bool(causal), dtype)
     launch(dq_kernel(*options), (-(-T // block_q), bh), block_q, Q, K, V, O, LSE, dO, dQ,
            delta, scale)
     launch(dkdv_kernel(*options), (-(-S // block_k), bh), block_k, Q, K, V, LSE, dO, delta,
