@@ -133,7 +133,7 @@ def check_attention_inputs(query: Any, key: Any, value: Any, attn_mask: Any, dro
         if is_causal:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
                                "be set when is_causal=True")
-        _check_mask(attn_mask, query, key, value)
+        _check_mask(attn_mask, query, key, leading_shape(query, key, value, enable_gqa))
 
 
 def _check_shapes(query: Tensor, key: Tensor, value: Tensor, enable_gqa: bool) -> None:
@@ -147,9 +147,17 @@ def _check_shapes(query: Tensor, key: Tensor, value: Tensor, enable_gqa: bool) -
                            f"(dimension -2): key {k}, value {v}. Fix: one value per key")
     if enable_gqa:
         _check_gqa_heads(q, k, v)
-        k = k[:-3] + q[-3:-2] + k[-2:]
+    leading_shape(query, key, value, enable_gqa)
+
+
+def leading_shape(query: Tensor, key: Tensor, value: Tensor, enable_gqa: bool) -> tuple:
+    """The broadcast leading (batch, head) shape of the three inputs; with ``enable_gqa``,
+    key and value count as having the query's heads (they are shared out to them)."""
+    q, k, v = tuple(query.shape), tuple(key.shape), tuple(value.shape)
+    if enable_gqa:
+        k, v = (t[:-3] + q[-3:-2] + t[-2:] for t in (k, v))
     try:
-        np.broadcast_shapes(q[:-2], k[:-2], v[:-2])
+        return tuple(np.broadcast_shapes(q[:-2], k[:-2], v[:-2]))
     except ValueError:
         raise RuntimeError(f"{NAME}: the leading (batch, head) dimensions of query {q}, key "
                            f"{k} and value {v} do not broadcast") from None
@@ -165,7 +173,7 @@ def _check_gqa_heads(q: tuple, k: tuple, v: tuple) -> None:
             f"query has {q[-3]} heads, key {k[-3]}, value {v[-3]}")
 
 
-def _check_mask(attn_mask: Any, query: Tensor, key: Tensor, value: Tensor) -> None:
+def _check_mask(attn_mask: Any, query: Tensor, key: Tensor, lead: tuple) -> None:
     if not isinstance(attn_mask, Tensor):
         raise TypeError(f"{NAME}(): attn_mask must be a Tensor or None, not {type(attn_mask).__name__}")
     if attn_mask.dtype is not tg.bool and not attn_mask.dtype.is_floating_point:
@@ -175,7 +183,6 @@ def _check_mask(attn_mask: Any, query: Tensor, key: Tensor, value: Tensor) -> No
     if attn_mask.device != query.device:
         raise RuntimeError(f"{NAME}: attn_mask is on {attn_mask.device} but query on "
                            f"{query.device}. Fix: attn_mask.to({str(query.device)!r})")
-    lead = np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2]))
     scores = tuple(lead) + (query.shape[-2], key.shape[-2])
     mask = tuple(attn_mask.shape)
     try:
