@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 import teachgrad as tg
+from teachgrad.autograd import parts
 from teachgrad.tensor import Tensor
 
 NAME = "scaled_dot_product_attention"
@@ -51,6 +52,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     check_attention_inputs(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
     if enable_gqa:
         key, value = share_key_heads(key, query.shape[-3]), share_key_heads(value, query.shape[-3])
+    if ATTENTION.fn is not None:
+        return _plugged_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
     weights = attention_weights(query, key, attn_mask, is_causal, scale)
     if dropout_p > 0.0:
         weights = tg.nn.functional.dropout(weights, dropout_p, training=True)
@@ -67,6 +70,43 @@ def attention_weights(query: Tensor, key: Tensor, attn_mask: Tensor | None = Non
     if is_causal:
         attn_mask = causal_mask(query.shape[-2], key.shape[-2], query.device)
     return masked_softmax(scores, attn_mask)
+
+
+def _engine_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None,
+                      is_causal: bool, scale: float | None) -> Tensor:
+    return attention_weights(query, key, attn_mask, is_causal, scale) @ value
+
+
+#: The part a learner's attention plugs into (``tg.exercises.plug``): every call of
+#: ``scaled_dot_product_attention`` without dropout runs it, and so do
+#: ``MultiheadAttention(need_weights=False)`` and the transformer encoder layers.
+ATTENTION = parts.declare(
+    "nn.scaled_dot_product_attention",
+    receives="(query (..., L, E), key (..., S, E), value (..., S, Ev), attn_mask, is_causal, "
+             "scale): attn_mask None, boolean (True = take part) or float (added); "
+             "scale None means 1/sqrt(E); query, key and value already share their heads",
+    returns="the (..., L, Ev) tensor softmax(query @ key^T * scale + mask) @ value",
+    engine=_engine_attention)
+
+
+def _plugged_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None,
+                       dropout_p: float, is_causal: bool, scale: float | None) -> Tensor:
+    """Attention by the learner's plugged function, its result checked before use."""
+    if dropout_p > 0.0:
+        raise parts.PartError(ATTENTION.name, (
+            f"{ATTENTION.name} is plugged, and the plugged function computes attention without "
+            f"dropout, but dropout_p={dropout_p}. Fix: dropout_p=0.0 while it is plugged "
+            "(model.eval(), or a layer made with dropout=0.0)"))
+    out = ATTENTION.call(query, key, value, attn_mask, is_causal, scale)
+    lead = leading_shape(query, key, value, False)
+    expected = (*lead, query.shape[-2], value.shape[-1])
+    if not isinstance(out, Tensor):
+        raise ATTENTION.reject(f"a {type(out).__name__}", f"a Tensor of shape {expected}")
+    if tuple(out.shape) != expected or out.dtype is not query.dtype or out.device != query.device:
+        raise ATTENTION.reject(
+            f"a {out.dtype} tensor of shape {tuple(out.shape)} on {out.device}",
+            f"{query.dtype}, shape {expected}, on {query.device}")
+    return out
 
 
 def causal_mask(queries: int, keys: int, device: Any = None) -> Tensor:

@@ -132,8 +132,9 @@ class MultiheadAttention(Module):
 
     def _attend(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None,
                 attn_mask: Tensor | None, need_weights: bool,
-                is_causal: bool) -> tuple[Tensor, Tensor]:
-        """Inputs ``(L, N, E)``; the output ``(L, N, E)`` and the weights ``(N, heads, L, S)``."""
+                is_causal: bool) -> tuple[Tensor, Tensor | None]:
+        """Inputs ``(L, N, E)``; the output ``(L, N, E)`` and the weights ``(N, heads, L, S)``
+        (None unless ``need_weights``: then attention runs as scaled_dot_product_attention)."""
         length, batch, _ = query.shape
         q, k, v = self._project(query, key, value)
         if self.bias_k is not None:  # one more learned key and value for every sequence
@@ -146,10 +147,16 @@ class MultiheadAttention(Module):
             k, v = tg.cat([k, zeros], 2), tg.cat([v, zeros], 2)
             attn_mask, key_padding_mask = _pad_key(attn_mask), _pad_key(key_padding_mask)
         mask = self._merged_mask(attn_mask, key_padding_mask, batch, k.shape[2])
-        weights = attention_weights(q, k, mask, is_causal, scale=math.sqrt(1.0 / self.head_dim))
-        if self.training and self.dropout > 0.0:
-            weights = F.dropout(weights, self.dropout, training=True)
-        heads = weights @ v                                            # (N, heads, L, head_dim)
+        dropout = self.dropout if self.training else 0.0
+        weights = None
+        if need_weights:  # the weights are asked for: compute them here, then apply them
+            weights = attention_weights(q, k, mask, is_causal, scale=math.sqrt(1.0 / self.head_dim))
+            if dropout > 0.0:
+                weights = F.dropout(weights, dropout, training=True)
+            heads = weights @ v                                        # (N, heads, L, head_dim)
+        else:
+            heads = F.scaled_dot_product_attention(q, k, v, mask, dropout, is_causal,
+                                                   scale=math.sqrt(1.0 / self.head_dim))
         joined = heads.permute(2, 0, 1, 3).reshape(length, batch, self.embed_dim)
         return self.out_proj(joined), weights
 
