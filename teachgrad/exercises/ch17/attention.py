@@ -78,10 +78,10 @@ def _compare(attention: Callable, arrays: dict[str, np.ndarray], hint: str,
 
 
 def _shapes(rng: np.random.Generator, lead: tuple[int, ...]) -> dict[str, np.ndarray]:
-    """Query ``(*lead, L, E)``, key ``(*lead, S, E)``, value ``(*lead, S, Ev)``, with
-    ``L != S`` and ``E != Ev`` and neither equal to the other's."""
-    length, keys = (int(n) for n in rng.choice(np.arange(2, 8), size=2, replace=False))
-    width, value_width = (int(n) for n in rng.choice(np.arange(2, 9), size=2, replace=False))
+    """Query ``(*lead, L, E)``, key ``(*lead, S, E)``, value ``(*lead, S, Ev)``, with ``L``,
+    ``S``, ``E`` and ``Ev`` all different (so no size can stand in for another)."""
+    length, keys, width, value_width = (int(n) for n in rng.choice(np.arange(2, 9), size=4,
+                                                                   replace=False))
     return {"query": rng.standard_normal((*lead, length, width)),
             "key": rng.standard_normal((*lead, keys, width)),
             "value": rng.standard_normal((*lead, keys, value_width))}
