@@ -14,6 +14,7 @@ import pytest
 
 from teachgrad import nn
 from teachgrad.nn import functional as F
+from recorded_gradients import compare_with_recording
 from test_layers_torch import device  # noqa: F401  (the fixture: cpu, cpu-numba, cuda)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
@@ -74,19 +75,9 @@ def _check(name: str, device: str) -> None:
         warnings.filterwarnings("ignore", "Support for mismatched")
         outputs = _outputs(case, module, tensors, masks)
     assert len(outputs) == case["outputs"]
-    total = None
-    for k, out in enumerate(outputs):
-        assert out.device == tg.device(device)
-        _close(out, ARRAYS[f"{name}/output{k}"])
-        term = (out * tg.tensor(ARRAYS[f"{name}/upstream{k}"], device=device)).sum()
-        total = term if total is None else total + term
-    total.backward()
-    for k, t in tensors.items():
-        _close(t.grad, ARRAYS[f"{name}/grad_{k}"])
     if module is not None:
         assert [n for n, _ in module.named_parameters()] == case["parameters"]
-        for pname, p in module.named_parameters():
-            _close(p.grad, ARRAYS[f"{name}/grad_param/{pname}"])
+    compare_with_recording(ARRAYS, name, device, outputs, tensors, module, _close)
 
 
 @pytest.mark.parametrize("device", ["cpu", "cpu-numba"], indirect=True)
