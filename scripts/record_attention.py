@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch_recording import backprop_drawn_upstream, draw_parameters
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "fixtures")
@@ -45,19 +46,11 @@ def record(name: str, kind: str, options: dict, call: dict, inputs: dict, masks:
     and store everything under ``name/``."""
     if module is not None:
         module = module.double()
-        with torch.no_grad():
-            for pname, p in module.named_parameters():
-                arrays[f"{name}/param/{pname}"] = values = draw(*p.shape)
-                p.copy_(torch.tensor(values))
+        draw_parameters(module, name, arrays, draw, torch)
     tensors = {k: torch.tensor(v, requires_grad=True) for k, v in inputs.items()}
     mask_tensors = {k: torch.tensor(v) for k, v in masks.items()}
     outputs = run(kind, module, tensors, mask_tensors, call, self_attention)
-    total = 0
-    for k, out in enumerate(outputs):
-        arrays[f"{name}/upstream{k}"] = upstream = draw(*out.shape)
-        arrays[f"{name}/output{k}"] = out.detach().numpy()
-        total = total + (out * torch.tensor(upstream)).sum()
-    total.backward()
+    backprop_drawn_upstream(outputs, name, arrays, draw, torch)
     for k, v in {**inputs, **masks}.items():
         arrays[f"{name}/{k}"] = v
     for k, t in tensors.items():
