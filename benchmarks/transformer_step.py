@@ -19,6 +19,10 @@ run uses the closest operation it has, and the result file and the table say whi
 runs the user's own spelling. The same code serves both libraries, so once teachgrad has
 an operation, its run takes it without an edit here.
 
+A second measurement runs the same step with attention as one call,
+``F.scaled_dot_product_attention(q, k, v, is_causal=True)`` (``result_sdpa``), in both
+libraries: teachgrad's is a composition of the same engine operations.
+
 Both libraries start from the same weights and batch and take turns, many steps per
 timing; median, minimum and maximum, and the ratio teachgrad / PyTorch. One thread each
 (``common.py``). Target: at most 1.2x.
@@ -91,31 +95,35 @@ def build(lib: Any, rng: np.random.Generator) -> tuple[Any, Any]:
     return model, lib.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
 
 
-def attention(m: Any, x: Any, mask: Any, lib: Any) -> Any:
-    """nanoGPT's CausalSelfAttention.forward (without dropout)."""
+def attention(m: Any, x: Any, mask: Any, lib: Any, sdpa: bool = False) -> Any:
+    """nanoGPT's CausalSelfAttention.forward (without dropout); with ``sdpa``, its
+    ``flash`` branch: ``F.scaled_dot_product_attention(q, k, v, is_causal=True)``."""
     B, T, C = x.shape
     q, k, v = split_qkv(m.c_attn(x), lib)
     k = k.view(B, T, HEADS, C // HEADS).transpose(1, 2)  # (B, nh, T, hs)
     q = q.view(B, T, HEADS, C // HEADS).transpose(1, 2)
     v = v.view(B, T, HEADS, C // HEADS).transpose(1, 2)
-    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.shape[-1]))
-    att = mask_future(att, mask[:T, :T], lib)
-    att = lib.nn.functional.softmax(att, dim=-1)
-    y = att @ v  # (B, nh, T, hs)
+    if sdpa:
+        y = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    else:
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.shape[-1]))
+        att = mask_future(att, mask[:T, :T], lib)
+        att = lib.nn.functional.softmax(att, dim=-1)
+        y = att @ v  # (B, nh, T, hs)
     y = y.transpose(1, 2).contiguous().view(B, T, C)
     return m.attn_proj(y)
 
 
-def forward(m: Any, idx: Any, mask: Any, lib: Any) -> Any:
+def forward(m: Any, idx: Any, mask: Any, lib: Any, sdpa: bool = False) -> Any:
     F = lib.nn.functional
     pos = lib.arange(0, idx.shape[1])
     x = m.wte(idx) + m.wpe(pos)
-    x = x + attention(m, m.ln_1(x), mask, lib)
+    x = x + attention(m, m.ln_1(x), mask, lib, sdpa)
     x = x + m.mlp_proj(F.gelu(m.c_fc(m.ln_2(x))))
     return m.lm_head(m.ln_f(x))
 
 
-def step_for(lib: Any) -> Any:
+def step_for(lib: Any, sdpa: bool = False) -> Any:
     rng = np.random.default_rng(0)
     model, optimizer = build(lib, rng)
     mask = causal_mask(lib)
@@ -124,7 +132,7 @@ def step_for(lib: Any) -> Any:
 
     def step() -> None:
         optimizer.zero_grad(set_to_none=True)
-        logits = forward(model, idx, mask, lib)
+        logits = forward(model, idx, mask, lib, sdpa)
         loss = lib.nn.functional.cross_entropy(logits.view(-1, VOCAB), targets.reshape(-1))
         loss.backward()
         optimizer.step()
@@ -143,6 +151,10 @@ def main(argv: list[str] | None = None) -> dict:
         f"one AdamW step of a one-block GPT (vocab {VOCAB}, block {BLOCK}, embed {EMBED}, "
         f"{HEADS} heads, batch {BATCH}), milliseconds (median; min in the last three columns)",
         table_columns(TARGET), [table_row(row, "ms")])
+    row_sdpa = compare(lambda lib: step_for(lib, sdpa=True), torch, loops=args.loops,
+                       repeats=args.repeats, scale=1e3, unit="ms", target=TARGET)
+    print_table("the same step with attention as F.scaled_dot_product_attention(is_causal=True), "
+                "milliseconds", table_columns(TARGET), [table_row(row_sdpa, "ms")])
     if replaced:
         print(f"teachgrad's run stands in for {', '.join(replaced)} (it lacks them); "
               "PyTorch runs the user's spelling")
@@ -152,7 +164,7 @@ def main(argv: list[str] | None = None) -> dict:
               "step": "zero_grad, embeddings, pre-norm attention block with F.gelu MLP, "
                       "cross_entropy, backward, AdamW(lr=3e-4, weight_decay=0.1).step",
               "stand_ins": replaced, "loops": args.loops, "repeats": args.repeats,
-              "target_ratio": TARGET, "result": row}
+              "target_ratio": TARGET, "result": row, "result_sdpa": row_sdpa}
     save(result, Path(args.out))
     return result
 

@@ -143,4 +143,10 @@ LIBRARY_CALLS: dict[str, list[tuple[str, str]]] = {
          "    if s.phase == phase and s.step == step and s.rank == rank:\n"
          "        return s.send"),
     ],
+    # attention (17.1): the engine's own scaled dot-product attention
+    "ch17.check_attention": [
+        ("attention",
+         "return tg.nn.functional.scaled_dot_product_attention(\n"
+         "    query, key, value, attn_mask=attn_mask, is_causal=is_causal, scale=scale)"),
+    ],
 }

@@ -18,6 +18,7 @@ import os
 import numpy as np
 import torch
 from torch import nn
+from torch_recording import backprop_drawn_upstream, draw_parameters
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "fixtures")
@@ -38,18 +39,10 @@ def record(name: str, module: nn.Module, kind: str, options: dict, inputs: dict[
     """Give ``module`` drawn weights, run ``call(module, **tensors)`` (a tuple of outputs),
     backprop a drawn upstream gradient of each output, and store it all under ``name/``."""
     module = module.double()
-    with torch.no_grad():
-        for pname, p in module.named_parameters():
-            arrays[f"{name}/param/{pname}"] = values = draw(*p.shape)
-            p.copy_(torch.tensor(values))
+    draw_parameters(module, name, arrays, draw, torch)
     tensors = {k: torch.tensor(v, requires_grad=True) for k, v in inputs.items()}
     outputs = call(module, **tensors)
-    total = 0
-    for k, out in enumerate(outputs):
-        arrays[f"{name}/upstream{k}"] = upstream = draw(*out.shape)
-        arrays[f"{name}/output{k}"] = out.detach().numpy()
-        total = total + (out * torch.tensor(upstream)).sum()
-    total.backward()
+    backprop_drawn_upstream(outputs, name, arrays, draw, torch)
     for k, v in inputs.items():
         arrays[f"{name}/{k}"] = v
         arrays[f"{name}/grad_{k}"] = tensors[k].grad.numpy()

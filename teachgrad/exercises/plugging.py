@@ -33,6 +33,9 @@ The parts (``tg.exercises.parts()`` lists them with what each receives and retur
   the device function the tiled attention kernel folds each key tile in with.
 - ``tune.promote``: ``promote(losses, eta) -> [indices]``, which trials of a rung go on
   in ``tg.tune``'s successive halving, Hyperband and BOHB.
+- ``nn.scaled_dot_product_attention``: ``attention(query, key, value, attn_mask, is_causal,
+  scale) -> output``, the attention ``F.scaled_dot_product_attention``, ``MultiheadAttention``
+  (``need_weights=False``) and the transformer layers run.
 - ``distributed.ring_all_reduce``: ``ring_all_reduce(data, comm)``, the sum that DDP and
   ``all_reduce(algorithm="ring")`` run on each rank (SUM and AVG).
 - ``compile.eliminate_dead_code`` / ``compile.eliminate_common_subexpressions`` /

@@ -13,6 +13,9 @@
   :class:`GroupNorm` (``group_norm.py``);
 * adaptive pooling (``adaptive_pool.py``): :class:`AdaptiveAvgPool2d`, :class:`AdaptiveMaxPool2d`;
 * :class:`Embedding` (``sparse.py``);
+* attention (``attention.py``, ``multihead_attention.py``, ``transformer.py``):
+  ``functional.scaled_dot_product_attention``, :class:`MultiheadAttention`,
+  :class:`TransformerEncoderLayer`, :class:`TransformerEncoder`;
 * recurrent layers (``recurrent.py``): :class:`RNN`, :class:`LSTM`, :class:`GRU`, and their
   one-step cells (``recurrent_cells.py``): :class:`RNNCell`, :class:`LSTMCell`, :class:`GRUCell`;
 * :mod:`~teachgrad.nn.functional` (the same things as functions), :mod:`~teachgrad.nn.init`,
@@ -34,6 +37,8 @@ from .parameter import Parameter
 from .sparse import Embedding
 from .recurrent import GRU, LSTM, RNN, RNNBase
 from .recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
+from .multihead_attention import MultiheadAttention
+from .transformer import TransformerEncoder, TransformerEncoderLayer
 from . import parallel  # noqa: E402  (DistributedDataParallel; MPI loads only when used)
 
 __all__ = [
@@ -45,6 +50,7 @@ __all__ = [
     "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
     "functional", "init", "utils",
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
 ]
 
 

@@ -338,6 +338,7 @@ from .group_norm import group_norm  # noqa: E402
 from .conv import avg_pool2d, conv2d, max_pool2d  # noqa: E402
 from .norm import batch_norm, layer_norm  # noqa: E402
 from .sparse import embedding  # noqa: E402
+from .attention import scaled_dot_product_attention  # noqa: E402
 from teachgrad.ops.counting import one_hot  # noqa: E402,F401
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from teachgrad import nn
+from recorded_gradients import compare_with_recording
 from test_layers_torch import device  # noqa: F401  (the fixture: cpu, cpu-numba, cuda)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
@@ -65,18 +66,7 @@ def _check(name: str, device: str) -> None:
     module = None if case["kind"] == "pad_sequence" else _module(case, device)
     outputs = _outputs(case, module, tensors)
     assert len(outputs) == case["outputs"]
-    total = None
-    for k, out in enumerate(outputs):
-        assert out.device == tg.device(device)
-        _close(out, ARRAYS[f"{name}/output{k}"])
-        term = (out * tg.tensor(ARRAYS[f"{name}/upstream{k}"], device=device)).sum()
-        total = term if total is None else total + term
-    total.backward()
-    for k, t in tensors.items():
-        _close(t.grad, ARRAYS[f"{name}/grad_{k}"])
-    if module is not None:
-        for pname, p in module.named_parameters():
-            _close(p.grad, ARRAYS[f"{name}/grad_param/{pname}"])
+    compare_with_recording(ARRAYS, name, device, outputs, tensors, module, _close)
 
 
 @pytest.mark.parametrize("device", ["cpu", "cpu-numba"], indirect=True)

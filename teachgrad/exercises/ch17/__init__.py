@@ -1,4 +1,9 @@
-"""Checkers for chapter 17, *A tiny GPT, end to end*: one module per exercise."""
+"""Checkers for chapter 17, *A tiny GPT, end to end*: one module per exercise.
+
+17.1 attention from the engine's own operations (:mod:`.attention`), plugged into the
+engine's multi-head attention; 17.2 the online softmax inside the tiled attention kernel
+(:mod:`.online_softmax`)."""
 from __future__ import annotations
 
+from .attention import check_attention  # noqa: F401
 from .online_softmax import check_online_softmax  # noqa: F401
