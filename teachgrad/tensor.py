@@ -17,6 +17,7 @@ from .autograd import function as _function_module
 from .autograd.engine import run_backward
 from .autograd.function import AccumulateGrad
 from .backends import get_backend
+from .backends.low_precision import LowPrecisionBackend as _LowPrecisionBackend, low_precision
 from .device import Device, as_device
 from ._repr import tensor_repr
 from .tensor_data import check_flag as _check_flag, host_array
@@ -24,6 +25,7 @@ from .tensor_data import check_flag as _check_flag, host_array
 
 _new_object = object.__new__
 _DTYPES = dtypes._BY_NUMPY  # numpy dtype -> DType, for Tensor._make
+_LOW = frozenset(dtypes.LOW_PRECISION)
 
 
 class Size(tuple):
@@ -101,9 +103,13 @@ class Tensor:
         it is written out field by field (no calls: it runs for every operation)."""
         t = _new_object(Tensor)
         t._array = array
-        t._backend = backend
         t.device = device
-        t.dtype = _DTYPES.get(array.dtype) or dtypes.from_numpy_dtype(array.dtype)
+        t.dtype = dtype = _DTYPES.get(array.dtype) or dtypes.from_numpy_dtype(array.dtype)
+        if dtype in _LOW:  # 16-bit floats compute in float32 (backends/low_precision.py)
+            backend = low_precision(backend)
+        elif type(backend) is _LowPrecisionBackend:
+            backend = backend.base
+        t._backend = backend
         t.requires_grad = False
         t._grad = None  # the slot itself: the grad setter's checks are for users
         t.grad_fn = None
