@@ -26,6 +26,10 @@ from .tensor_data import check_flag as _check_flag, host_array
 _new_object = object.__new__
 _DTYPES = dtypes._BY_NUMPY  # numpy dtype -> DType, for Tensor._make
 _LOW = frozenset(dtypes.LOW_PRECISION)
+BFLOAT16_ON_CUDA = (
+    "teachgrad's cuda device does not support bfloat16: its kernels are numba.cuda ones, and "
+    "numba has no bfloat16 type. Fix: use tg.float16 on cuda (stored in 16 bits, computed by "
+    "the float32 kernels and rounded once), or keep bfloat16 tensors on cpu.")
 
 
 class Size(tuple):
@@ -106,6 +110,8 @@ class Tensor:
         t.device = device
         t.dtype = dtype = _DTYPES.get(array.dtype) or dtypes.from_numpy_dtype(array.dtype)
         if dtype in _LOW:  # 16-bit floats compute in float32 (backends/low_precision.py)
+            if dtype is dtypes.bfloat16 and device.type == "cuda":
+                raise TypeError(BFLOAT16_ON_CUDA)
             backend = low_precision(backend)
         elif type(backend) is _LowPrecisionBackend:
             backend = backend.base

@@ -117,6 +117,9 @@ def _check(device_type: Any, dtype: Any, enabled: Any) -> dtypes.DType:
     if dtype not in dtypes.LOW_PRECISION:
         raise ValueError(f"autocast: dtype must be tg.float16 or tg.bfloat16, got {dtype!r}. "
                          "Fix: e.g. tg.autocast('cpu', dtype=tg.bfloat16)")
+    if device_type == "cuda" and dtype is dtypes.bfloat16:
+        raise ValueError("autocast: teachgrad's cuda device has no bfloat16 (numba has no such "
+                         "type). Fix: tg.autocast('cuda', dtype=tg.float16)")
     return dtype
 
 
