@@ -118,7 +118,7 @@ class GradScaler:
         # 1/scale in float64, rounded to float32 (as PyTorch's scale.double().reciprocal())
         inv_scale = float(np.float32(1.0 / np.float64(self._scale)))
         found_inf = False
-        with no_grad():
+        with no_grad(), np.errstate(invalid="ignore", over="ignore"):  # (inf is expected)
             for g in grads:
                 if not bool(g.isfinite().all()):
                     found_inf = True
