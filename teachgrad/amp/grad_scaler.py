@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..autograd import parts
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, tensor
 
@@ -165,7 +166,7 @@ class GradScaler:
             if not self._found_inf:
                 raise RuntimeError("No inf checks were recorded prior to update(). Fix: call "
                                    "step(optimizer) (or unscale_) before update().")
-            self._scale, self._growth_tracker = next_scale(
+            self._scale, self._growth_tracker = update_scale(
                 self._scale, self._growth_tracker, any(self._found_inf.values()),
                 self._growth_factor, self._backoff_factor, self._growth_interval)
         self._stages.clear()
@@ -252,3 +253,31 @@ def next_scale(scale: np.float32, growth_tracker: int, found_inf: bool, growth_f
             grown = np.float32(scale * np.float32(growth_factor))
         return (grown if math.isfinite(grown) else scale), 0
     return scale, clean
+
+
+UPDATE_SCALE = parts.declare(
+    "amp.update_scale",
+    receives="(scale, growth_tracker, found_inf, growth_factor, backoff_factor, "
+             "growth_interval): the float32 scale as a float, the count of clean steps in a "
+             "row, whether this step's gradients had an inf/NaN, and the scaler's settings",
+    returns="(new_scale, new_growth_tracker): a positive number and an int >= 0",
+    engine=next_scale)
+
+
+def update_scale(scale: np.float32, growth_tracker: int, found_inf: bool, growth_factor: float,
+                 backoff_factor: float, growth_interval: int) -> tuple[np.float32, int]:
+    """The update rule GradScaler runs: the engine's :func:`next_scale`, or a learner's
+    rule plugged into the part ``amp.update_scale`` (its answer checked, then stored in
+    float32 as the scale always is)."""
+    if UPDATE_SCALE.fn is None:
+        return next_scale(scale, growth_tracker, found_inf, growth_factor, backoff_factor,
+                          growth_interval)
+    got = UPDATE_SCALE.call(float(scale), growth_tracker, found_inf, growth_factor,
+                            backoff_factor, growth_interval)
+    ok = (isinstance(got, (tuple, list)) and len(got) == 2
+          and isinstance(got[0], (int, float, np.floating)) and not isinstance(got[0], bool)
+          and float(got[0]) > 0 and isinstance(got[1], (int, np.integer))
+          and not isinstance(got[1], bool) and got[1] >= 0)
+    if not ok:
+        raise UPDATE_SCALE.reject(repr(got), UPDATE_SCALE.returns)
+    return np.float32(got[0]), int(got[1])

@@ -117,6 +117,8 @@ _EXERCISES = (
     _e("15.1", "explain", "weights from Keras", "ch15.check_from_keras"),
     _e("15.2", "explain", "read the file", "ch15.check_describe_onnx"),
     _e("15.3", "explain", "export and serve a model", "ch15.check_export_and_serve"),
+    _e("17.3", "build", "loss scaling: the scale's update rule", "ch17.check_update_scale",
+       "amp.update_scale"),
 )
 
 
