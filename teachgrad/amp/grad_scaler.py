@@ -243,14 +243,16 @@ def next_scale(scale: np.float32, growth_tracker: int, found_inf: bool, growth_f
 
     An overflow multiplies the scale by ``backoff_factor`` and restarts the count of
     clean steps; the ``growth_interval``-th clean step in a row multiplies it by
-    ``growth_factor`` (unless that would overflow float32) and restarts the count.
+    ``growth_factor`` (unless that would overflow float32) and restarts the count. As in
+    PyTorch's kernel, the product is taken in double precision (the factors are doubles)
+    and stored back into the float32 scale.
     """
     if found_inf:
-        return np.float32(scale * np.float32(backoff_factor)), 0
+        return np.float32(float(scale) * backoff_factor), 0
     clean = growth_tracker + 1
     if clean == growth_interval:
         with np.errstate(over="ignore"):
-            grown = np.float32(scale * np.float32(growth_factor))
+            grown = np.float32(float(scale) * growth_factor)
         return (grown if math.isfinite(grown) else scale), 0
     return scale, clean
 

@@ -15,8 +15,10 @@ import numpy as np
 
 from ..backends import get_backend
 from ..backends.low_precision import LOW_NUMPY, low_precision, narrow
+from ..dtypes import LOW_PRECISION
 
 _FLOAT32 = np.dtype(np.float32)
+_LOW_DTYPES = frozenset(LOW_PRECISION)
 from ..device import CPU, Device, mismatch_error
 from . import grad_mode
 
@@ -376,9 +378,11 @@ class Function(metaclass=_FunctionMeta):
         ctx.needs_input_grad = needs = tuple(needs)
         ctx.backend = backend
         ctx.device = device
-        low = _low_precision(dtype, one_dtype, args) if cls.rounds_low_precision else None
-        if low is not None:  # 16-bit inputs: forward computes in float32 (rounded below)
-            ctx.backend = low_precision(backend, rounds=False)
+        low = None
+        if (dtype in _LOW_DTYPES or not one_dtype) and cls.rounds_low_precision:
+            low = _low_precision(dtype, one_dtype, args)
+            if low is not None:  # 16-bit inputs: forward computes in float32 (rounded below)
+                ctx.backend = low_precision(backend, rounds=False)
 
         record = recording and True in needs
         if not record:

@@ -51,6 +51,7 @@ def _hint(args: tuple, expected: tuple, got: tuple) -> str:
 
 def _call(update_scale: Callable, args: tuple) -> None:
     """Run the learner's rule on ``args``: a Mismatch unless it gives the engine's answer."""
+    args = (float(np.float32(args[0])),) + tuple(args[1:])  # the scale is a float32 value
     expected = _engine(*args)
     with written_by_the_learner(PART, "update_scale"):
         got = update_scale(*args)
