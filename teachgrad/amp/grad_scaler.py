@@ -139,12 +139,12 @@ class GradScaler:
         if stage is _Stage.STEPPED:
             raise RuntimeError("step() has already been called since the last update(). "
                                "Fix: call update() after each step().")
-        if stage is _Stage.READY:
-            self.unscale_(optimizer)
         if not any(p.grad is not None for g in optimizer.param_groups for p in g["params"]):
             raise RuntimeError("No inf checks were recorded for this optimizer: none of its "
                                "parameters has a gradient. Fix: call backward() on the scaled "
                                "loss before step().")
+        if stage is _Stage.READY:
+            self.unscale_(optimizer)
         result = None
         if not self._found_inf[id(optimizer)]:
             result = optimizer.step(*args, **kwargs)
