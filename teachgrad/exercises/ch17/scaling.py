@@ -34,9 +34,10 @@ def _engine(scale: float, tracker: int, found_inf: bool, growth: float, backoff:
 def _hint(args: tuple, expected: tuple, got: tuple) -> str:
     scale, tracker, found_inf, growth, backoff, interval = args
     if found_inf:
-        if got[1] != 0:
-            return "after an overflow the count of clean steps starts again from 0"
-        return "an inf/NaN gradient means the scale was too big: multiply it by backoff_factor"
+        if got[0] != expected[0]:
+            return ("an inf/NaN gradient means the scale was too big: multiply it by "
+                    "backoff_factor")
+        return "after an overflow the count of clean steps starts again from 0"
     if tracker + 1 == interval and float(np.float32(scale * growth)) == math.inf:
         return ("the scale is a float32: growing it past float32's largest number "
                 f"({FLOAT32_MAX:.4g}) would make it inf, so keep the old scale (and restart "
