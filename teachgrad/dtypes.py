@@ -47,6 +47,14 @@ _BY_NUMPY.update({np.dtype(np.int32): int64,
                   np.dtype(np.int16): int64, np.dtype(np.int8): int64,
                   np.dtype(np.uint8): int64})
 
+
+
+def file_dtype(d: DType) -> np.dtype:
+    """The numpy dtype a file (``tg.save``) stores ``d`` as: bfloat16 as its uint16 bit
+    patterns (``.npy`` has no bfloat16, and numpy would write it as opaque bytes)."""
+    return np.dtype(np.uint16) if d is bfloat16 else d.numpy
+
+
 #: ``tg.get_default_dtype()``: what floating-point tensors are made of unless told.
 _default_float = float32
 

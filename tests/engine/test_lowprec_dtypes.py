@@ -106,3 +106,17 @@ def test_bad_dtypes_are_refused_by_name():
         tg.zeros(2, dtype="float8")
     with pytest.raises(TypeError, match="unknown dtype"):
         tg.promote_types(tg.float16, "quarter")
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_save_and_load_keep_every_bit(name, tmp_path):
+    t = tg.randn(3, 4).to(DTYPE[name])
+    tg.save({"t": t, "first": t[0, 0]}, tmp_path / "x.pt")
+    back = tg.load(tmp_path / "x.pt")
+    assert back["t"].dtype is DTYPE[name] and back["first"].dtype is DTYPE[name]
+    np.testing.assert_array_equal(back["t"].numpy().view(np.uint16), t.numpy().view(np.uint16))
+
+
+def test_numpy_16_bit_arrays_keep_their_dtype_as_in_pytorch():
+    assert tg.from_numpy(np.ones(2, np.float16)).dtype is tg.float16
+    assert tg.tensor(np.ones(2, ml_dtypes.bfloat16)).dtype is tg.bfloat16
