@@ -24,7 +24,8 @@ from .creation import (  # noqa: E402
 )
 from .device import Device as device  # noqa: E402
 from .dtypes import (  # noqa: E402
-    bool_ as bool, float32, float64, get_default_dtype, int64, set_default_dtype,
+    bfloat16, bool_ as bool, float16, float32, float64, get_default_dtype, int64, promote_types,
+    result_type, set_default_dtype,
 )
 from .ops.functional import (  # noqa: E402
     abs, add, addcdiv, addcmul, all, amax, amin, any, argmax, argmin, bmm, cat, clamp, clip, clone,
@@ -55,6 +56,7 @@ from .tensor import Size, Tensor, is_tensor, tensor  # noqa: E402
 float = float32  # noqa: A001  (tg.float, like torch.float)
 double = float64
 long = int64
+half = float16
 
 __version__ = "0.1.0"
 
@@ -63,8 +65,10 @@ def __getattr__(name: str):
     # heavier subpackages load on first use, so `import teachgrad` stays quick
     import importlib
     if name in ("nn", "optim", "data", "cuda", "kernels", "bench", "exercises", "widgets",
-                "utils", "jit", "onnx", "distributed", "tune"):
+                "utils", "jit", "onnx", "distributed", "tune", "amp"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype"):  # (tg.autocast)
+        return getattr(importlib.import_module(f"{__name__}.amp"), name)
     if name == "compile":  # tg.compile, like torch.compile (lives in teachgrad.jit)
         return importlib.import_module(f"{__name__}.jit").compile
     from .unsupported import module_attribute_error

@@ -116,6 +116,8 @@ def tensor_repr(t: "Tensor", name: str = "tensor") -> str:
     prefix = f"{name}("
     indent = len(prefix)
     values = t.detach()._host()
+    if t.dtype in dtypes.LOW_PRECISION:  # printed through float32, as PyTorch prints them
+        values = values.astype(np.float32)
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device.type}:0'")

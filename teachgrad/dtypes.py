@@ -1,6 +1,11 @@
-"""The four dtypes teachgrad knows, named like PyTorch's, and its promotion rule."""
+"""The dtypes teachgrad knows, named like PyTorch's, and its promotion rule.
+
+float16 is numpy's own half type; bfloat16 comes from ``ml_dtypes`` (the package
+JAX and TensorFlow use), so both store and round exactly as PyTorch's do.
+"""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 
@@ -12,7 +17,8 @@ class DType:
     def __init__(self, name: str, np_dtype: type) -> None:
         self.name = name
         self.numpy = np.dtype(np_dtype)
-        self.is_floating_point = self.numpy.kind == "f"
+        # (ml_dtypes' bfloat16 is a numpy "void"-kind type: name it a float by hand)
+        self.is_floating_point = self.numpy.kind == "f" or name == "bfloat16"
         self.itemsize = self.numpy.itemsize
 
     def __repr__(self) -> str:
@@ -26,15 +32,28 @@ float32 = DType("float32", np.float32)
 float64 = DType("float64", np.float64)
 int64 = DType("int64", np.int64)
 bool_ = DType("bool", np.bool_)
+float16 = DType("float16", np.float16)
+bfloat16 = DType("bfloat16", ml_dtypes.bfloat16)
 
-ALL_DTYPES = (float32, float64, int64, bool_)
+ALL_DTYPES = (float32, float64, int64, bool_, float16, bfloat16)
+#: The 16-bit floating-point dtypes: stored in 2 bytes, computed in float32 (see
+#: ``backends/low_precision.py``).
+LOW_PRECISION = (float16, bfloat16)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
-_BY_NAME.update({"float": float32, "double": float64, "long": int64})
+_BY_NAME.update({"float": float32, "double": float64, "long": int64, "half": float16})
 _BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
 # numpy types with no teachgrad twin land on the closest one we support
-_BY_NUMPY.update({np.dtype(np.float16): float32, np.dtype(np.int32): int64,
+_BY_NUMPY.update({np.dtype(np.int32): int64,
                   np.dtype(np.int16): int64, np.dtype(np.int8): int64,
                   np.dtype(np.uint8): int64})
+
+
+
+def file_dtype(d: DType) -> np.dtype:
+    """The numpy dtype a file (``tg.save``) stores ``d`` as: bfloat16 as its uint16 bit
+    patterns (``.npy`` has no bfloat16, and numpy would write it as opaque bytes)."""
+    return np.dtype(np.uint16) if d is bfloat16 else d.numpy
+
 
 #: ``tg.get_default_dtype()``: what floating-point tensors are made of unless told.
 _default_float = float32
@@ -79,15 +98,24 @@ def from_numpy_dtype(d: np.dtype) -> DType:
     return _BY_NUMPY.get(d) or _BY_NUMPY.get(np.dtype(d)) or get_dtype(d)
 
 
-_RANK = {bool_: 0, int64: 1, float32: 2, float64: 3}
+_RANK = {bool_: 0, int64: 1, float16: 2, bfloat16: 2, float32: 3, float64: 4}
 
 
 def promote_types(a: DType, b: DType) -> DType:
-    """The dtype of ``a op b`` for two tensors: the 'larger' kind wins."""
+    """The dtype of ``a op b`` for two tensors: the 'larger' kind wins.
+
+    float16 and bfloat16 share a rank but neither holds the other (float16 has the
+    finer mantissa, bfloat16 the wider range), so together they make float32, as
+    in PyTorch.
+    """
+    a, b = get_dtype(a), get_dtype(b)
+    if a is not b and _RANK[a] == _RANK[b] == 2:
+        return float32
     return a if _RANK[a] >= _RANK[b] else b
 
 
-_KIND = {bool_: 0, int64: 1, float32: 2, float64: 2}  # bool < integer < floating point
+# bool < integer < floating point
+_KIND = {bool_: 0, int64: 1, float16: 2, bfloat16: 2, float32: 2, float64: 2}
 
 
 def can_cast(src: DType, dst: DType) -> bool:

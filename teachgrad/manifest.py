@@ -93,7 +93,7 @@ class ManifestChecker:
                 raise self.fail(f"{where}.{flag}", f"must be true or false, not {_short(entry[flag])}")
         header = self.headers[number]
         known = dtype in [d.name for d in dtypes.ALL_DTYPES]
-        if not known or header.dtype != dtypes.get_dtype(dtype).numpy \
+        if not known or header.dtype != dtypes.file_dtype(dtypes.get_dtype(dtype)) \
                 or not isinstance(shape, list) or list(header.shape) != shape:
             raise self.fail(where, f"the tensor entry (dtype {_short(dtype)}, shape "
                             f"{_short(shape)}) does not match the array stored for it: the file "

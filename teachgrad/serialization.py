@@ -94,7 +94,8 @@ class _Writer:
     def _tensor(self, t: Tensor) -> dict[str, Any]:
         if id(t) not in self.seen:
             self.seen[id(t)] = len(self.arrays)
-            self.arrays.append(np.array(t.detach()._host(), order="C"))  # (0-d stays 0-d)
+            array = np.array(t.detach()._host(), order="C")  # (0-d stays 0-d)
+            self.arrays.append(array.view(dtypes.file_dtype(t.dtype)))
         from .nn.parameter import Parameter
         return {"__tensor__": self.seen[id(t)], "dtype": t.dtype.name, "shape": list(t.shape),
                 "device": str(t.device), "requires_grad": t.requires_grad,
@@ -156,7 +157,8 @@ class _Reader:
         number = entry["__tensor__"]
         if number not in self.built:
             device = entry["device"] if self.map_location is None else self.map_location
-            t = tensor(self.arrays[number], dtype=dtypes.get_dtype(entry["dtype"]), device=device)
+            dtype = dtypes.get_dtype(entry["dtype"])
+            t = tensor(self.arrays[number].view(dtype.numpy), dtype=dtype, device=device)
             if entry["parameter"]:
                 from .nn.parameter import Parameter
                 t = Parameter(t, requires_grad=entry["requires_grad"])

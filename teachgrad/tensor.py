@@ -17,6 +17,7 @@ from .autograd import function as _function_module
 from .autograd.engine import run_backward
 from .autograd.function import AccumulateGrad
 from .backends import get_backend
+from .backends.low_precision import LowPrecisionBackend as _LowPrecisionBackend, low_precision
 from .device import Device, as_device
 from ._repr import tensor_repr
 from .tensor_data import check_flag as _check_flag, host_array
@@ -24,6 +25,11 @@ from .tensor_data import check_flag as _check_flag, host_array
 
 _new_object = object.__new__
 _DTYPES = dtypes._BY_NUMPY  # numpy dtype -> DType, for Tensor._make
+_LOW = frozenset(dtypes.LOW_PRECISION)
+BFLOAT16_ON_CUDA = (
+    "teachgrad's cuda device does not support bfloat16: its kernels are numba.cuda ones, and "
+    "numba has no bfloat16 type. Fix: use tg.float16 on cuda (stored in 16 bits, computed by "
+    "the float32 kernels and rounded once), or keep bfloat16 tensors on cpu.")
 
 
 class Size(tuple):
@@ -101,9 +107,15 @@ class Tensor:
         it is written out field by field (no calls: it runs for every operation)."""
         t = _new_object(Tensor)
         t._array = array
-        t._backend = backend
         t.device = device
-        t.dtype = _DTYPES.get(array.dtype) or dtypes.from_numpy_dtype(array.dtype)
+        t.dtype = dtype = _DTYPES.get(array.dtype) or dtypes.from_numpy_dtype(array.dtype)
+        if dtype in _LOW:  # 16-bit floats compute in float32 (backends/low_precision.py)
+            if dtype is dtypes.bfloat16 and device.type == "cuda":
+                raise TypeError(BFLOAT16_ON_CUDA)
+            backend = low_precision(backend)
+        elif type(backend) is _LowPrecisionBackend:
+            backend = backend.base
+        t._backend = backend
         t.requires_grad = False
         t._grad = None  # the slot itself: the grad setter's checks are for users
         t.grad_fn = None

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
+
+_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)  # a numpy "void"-kind type, but numbers all the same
 
 
 def host_array(data: Any) -> np.ndarray:
@@ -26,7 +29,7 @@ def host_array(data: Any) -> np.ndarray:
                             "dtype=tg.float64)")
     if arr.dtype == object and _is_ragged(data):
         raise ValueError(ragged)
-    if arr.dtype == object or arr.dtype.kind not in "biuf":
+    if arr.dtype == object or (arr.dtype.kind not in "biuf" and arr.dtype != _BFLOAT16):
         raise TypeError(ragged)
     return arr
 

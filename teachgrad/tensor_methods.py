@@ -169,6 +169,14 @@ def _double(self: Tensor) -> Tensor:
     return self.to(dtypes.float64)
 
 
+def _half(self: Tensor) -> Tensor:
+    return self.to(dtypes.float16)
+
+
+def _bfloat16(self: Tensor) -> Tensor:
+    return self.to(dtypes.bfloat16)
+
+
 def _long(self: Tensor) -> Tensor:
     return self.to(dtypes.int64)
 
@@ -179,7 +187,7 @@ def _bool(self: Tensor) -> Tensor:
 
 for _name, _fn in (("to", _to), ("type", _type), ("__setitem__", _setitem_method),
                    ("cpu", _cpu), ("cuda", _cuda), ("float", _float), ("double", _double),
-                   ("long", _long), ("bool", _bool)):
+                   ("long", _long), ("bool", _bool), ("half", _half), ("bfloat16", _bfloat16)):
     # named as methods of Tensor, in tracebacks and in the stream records (co_qualname)
     _fn.__name__, _fn.__qualname__ = _name, f"Tensor.{_name}"
     _fn.__code__ = _fn.__code__.replace(co_name=_name, co_qualname=f"Tensor.{_name}")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from numpy import add, asarray, ndarray
 
+from .. import dtypes
 from ..backends import get_backend
 from . import function, grad_mode, parts
 from .function import FREED_GRAPH_MESSAGE, AccumulateGrad, Node
@@ -475,12 +476,28 @@ def _run_pre_hooks(node: Any, grads: list) -> list:
     return grads
 
 
+_LOW_PRECISION = frozenset(dtypes.LOW_PRECISION)
+_FLOAT32 = dtypes.float32.numpy
+
+
+def _widened(grads: list) -> list:
+    """16-bit gradients as float32: a 16-bit operation's backward then computes in float32
+    (its saved 16-bit inputs promote) and each result is rounded once, when it is cast
+    to its input's dtype below, as PyTorch's 16-bit backward kernels do."""
+    return [g if g is None or g.dtype not in _LOW_PRECISION else
+            function.Tensor._make(g._backend.astype(g._array, _FLOAT32), g._backend, g.device)
+            for g in grads]
+
+
 def _call_backward(node: Node, grads: list) -> list:
     # (a node with one output runs only once that output has a gradient)
     if len(grads) > 1 and node.ctx.materialize_grads and any(g is None for g in grads):
         # an output nobody used: its gradient is zeros
         grads = [g if g is not None else _filled(shape, 0, dtype, device)
                  for g, (shape, dtype, device) in zip(grads, node.output_meta)]
+    if node.output_meta[0][1] in _LOW_PRECISION:
+        grads = _widened(grads)
+        node.ctx._widen = True
     previous = grad_mode._enabled
     grad_mode._enabled = False  # a backward's own tensor operations are not recorded
     try:

@@ -11,7 +11,14 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable
 
+import numpy as np
+
 from ..backends import get_backend
+from ..backends.low_precision import LOW_NUMPY, low_precision, narrow
+from ..dtypes import LOW_PRECISION
+
+_FLOAT32 = np.dtype(np.float32)
+_LOW_DTYPES = frozenset(LOW_PRECISION)
 from ..device import CPU, Device, mismatch_error
 from . import grad_mode
 
@@ -29,6 +36,11 @@ module_path: tuple = ()
 #: ``Function.apply(*args, **kwargs)`` calls ``observer(cls, args, kwargs)`` instead and
 #: returns what it returns; the observer runs the operation itself with ``cls._apply``.
 observer: Callable[[type, tuple, dict], Any] | None = None
+#: The seam autocast plugs into (``teachgrad/amp``): while set, ``Function._apply``
+#: hands every operation to ``cast_policy.apply(cls, args, kwargs)``, which casts the
+#: arguments the way its table says and runs ``cls._apply`` on them with itself unset
+#: (an operation's insides are not cast again). Off, it costs one test of a global.
+cast_policy: Any = None
 
 FREED_GRAPH_MESSAGE = (
     "Trying to backward through the graph a second time (or to use saved tensors after "
@@ -57,6 +69,10 @@ class Context:
     _non_differentiable: frozenset[int] = frozenset()
     _out: Any = None
     _out_version: tuple | None = None  # (the output's version counter, its value when recorded)
+    #: True for a 16-bit operation's context once backward runs: saved tensors and the
+    #: output are handed back in float32, so its backward computes in float32 (the
+    #: engine rounds each gradient to its input's dtype once, at the end)
+    _widen = False
     #: True only while the engine runs a ``formula_on_arrays`` backward on backend arrays:
     #: then ``saved_tensors`` and ``output`` hand back arrays, as ``grad`` is one.
     _arrays = False
@@ -89,11 +105,11 @@ class Context:
             if self._arrays:
                 return (a._array if isinstance(a, Tensor) else a,
                         b._array if isinstance(b, Tensor) else b)
-            return saved
+            return _widened(saved) if self._widen else saved
         self._changed_in_place(saved, versions)
         if self._arrays:
             return tuple([t._array if isinstance(t, Tensor) else t for t in saved])
-        return saved
+        return _widened(saved) if self._widen else saved
 
     @staticmethod
     def _changed_in_place(saved: tuple, versions: tuple) -> None:
@@ -134,7 +150,10 @@ class Context:
         its array while the engine runs the formula on arrays (``tanh``'s backward
         reads ``t = ctx.output`` then ``grad * (1 - t * t)`` either way)."""
         out = self.out
-        return out if self._arrays else Tensor._make(out, self.backend, self.device)
+        if self._arrays:
+            return out
+        made = Tensor._make(out, self.backend, self.device)
+        return _widened((made,))[0] if self._widen else made
 
     def mark_non_differentiable(self, *tensors: "Tensor") -> None:
         """Outputs listed here never require grad (e.g. the indices of ``max``)."""
@@ -294,6 +313,9 @@ class Function(metaclass=_FunctionMeta):
     #: without the copy the engine otherwise makes (PyTorch's AccumulateGrad takes such a
     #: gradient over, too).
     fresh_gradients: bool = False
+    #: False for a Function whose float32 result from 16-bit inputs is meant (a cast):
+    #: any other rounds its floating-point result to its inputs' 16-bit dtype, once.
+    rounds_low_precision: bool = True
 
     @staticmethod
     def forward(ctx: Context, *args: Any, **kwargs: Any) -> Any:
@@ -319,6 +341,8 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def _apply(cls, *args: Any, **kwargs: Any) -> Any:
         """``apply`` itself, with no observer (what an observer calls to run the op)."""
+        if cast_policy is not None:  # autocast is on: it casts, then calls back with it off
+            return cast_policy.apply(cls, args, kwargs)
         # One pass over the arguments: their common device (an error naming both if there
         # are two), the backend that computes on them, which ones want a gradient and,
         # when recording, where each one's gradient will go (the node's edges).
@@ -354,6 +378,11 @@ class Function(metaclass=_FunctionMeta):
         ctx.needs_input_grad = needs = tuple(needs)
         ctx.backend = backend
         ctx.device = device
+        low = None
+        if (dtype in _LOW_DTYPES or not one_dtype) and cls.rounds_low_precision:
+            low = _low_precision(dtype, one_dtype, args)
+            if low is not None:  # 16-bit inputs: forward computes in float32 (rounded below)
+                ctx.backend = low_precision(backend, rounds=False)
 
         record = recording and True in needs
         if not record:
@@ -368,6 +397,8 @@ class Function(metaclass=_FunctionMeta):
                 raw = cls.forward(ctx, *args, **kwargs)
             finally:
                 grad_mode._enabled = True
+        if low is not None:
+            raw = _rounded(raw, ctx, backend, low)
         if type(raw) is not tuple and not cls.is_view and not isinstance(raw, Tensor):
             outputs = Tensor._make(raw, backend, device)  # the usual case: one new array
         else:
@@ -434,6 +465,41 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     out.grad_fn = node  # (the output of a float operation; _output_nr is already 0)
     out.requires_grad = True
     return out
+
+
+def _widened(saved: tuple) -> tuple:
+    """``saved`` with each 16-bit tensor as a float32 one (exact: float32 holds them all)."""
+    return tuple([Tensor._make(t._backend.astype(t._array, _FLOAT32), t._backend, t.device)
+                  if isinstance(t, Tensor) and t._array.dtype in LOW_NUMPY else t for t in saved])
+
+
+def _low_precision(dtype: Any, one_dtype: bool, args: tuple) -> Any:
+    """The 16-bit numpy dtype among the tensor arguments, if there is one."""
+    if dtype is not None and dtype.numpy in LOW_NUMPY:
+        return dtype.numpy
+    if not one_dtype:
+        for a in args:
+            if isinstance(a, Tensor) and a.dtype.numpy in LOW_NUMPY:
+                return a.dtype.numpy
+    return None
+
+
+def _rounded(raw: Any, ctx: Context, backend: Any, low: Any) -> Any:
+    """A forward's float32 result rounded to the 16-bit dtype ``low``, once (its ``ctx.out``
+    too, which backward reads as the output)."""
+    base = getattr(backend, "base", backend)
+    out = ctx._out
+    if type(raw) is tuple:
+        rounded = tuple([r if isinstance(r, Tensor) else narrow(base, r, low) for r in raw])
+        if out is not None:
+            ctx._out = rounded[0] if out is raw[0] else narrow(base, out, low)
+        return rounded
+    if isinstance(raw, Tensor):
+        return raw
+    rounded = narrow(base, raw, low)
+    if out is not None:
+        ctx._out = rounded if out is raw else narrow(base, out, low)
+    return rounded
 
 
 def _constant(i: int, a: Any) -> tuple:

@@ -121,6 +121,8 @@ _EXERCISES = (
        "ch17.check_attention", "nn.scaled_dot_product_attention"),
     _e("17.2", "build", "the online softmax inside the tiled attention kernel",
        "ch17.check_online_softmax", "cuda.online_softmax"),
+    _e("17.3", "build", "loss scaling: the scale's update rule", "ch17.check_update_scale",
+       "amp.update_scale"),
 )
 
 

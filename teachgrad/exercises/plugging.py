@@ -36,6 +36,9 @@ The parts (``tg.exercises.parts()`` lists them with what each receives and retur
 - ``nn.scaled_dot_product_attention``: ``attention(query, key, value, attn_mask, is_causal,
   scale) -> output``, the attention ``F.scaled_dot_product_attention``, ``MultiheadAttention``
   (``need_weights=False``) and the transformer layers run.
+- ``amp.update_scale``: ``update_scale(scale, growth_tracker, found_inf, growth_factor,
+  backoff_factor, growth_interval) -> (scale, growth_tracker)``, the rule
+  ``tg.amp.GradScaler.update`` backs off and grows its loss scale by.
 - ``distributed.ring_all_reduce``: ``ring_all_reduce(data, comm)``, the sum that DDP and
   ``all_reduce(algorithm="ring")`` run on each rank (SUM and AVG).
 - ``compile.eliminate_dead_code`` / ``compile.eliminate_common_subexpressions`` /
@@ -62,6 +65,8 @@ def _declare_all(name: str | None = None) -> None:
         from .. import tune  # noqa: F401  (declares tune.promote)
     if name is None or name.startswith("compile."):
         from ..jit import passes  # noqa: F401  (declares the compiler's passes)
+    if name is None or name.startswith("amp."):
+        from .. import amp  # noqa: F401  (declares amp.update_scale)
 
 
 def plug(part: str, fn: Callable) -> Part:

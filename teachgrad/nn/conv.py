@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 import teachgrad as tg
+from teachgrad.autograd.cast_points import cast_point
 from teachgrad.ops.conv import Im2Col, output_size
 from teachgrad.ops.conv import MaxPool2d as MaxPool2dFunction
 from teachgrad.tensor import Tensor
@@ -78,6 +79,7 @@ def _conv_padding(padding: Any, kernel: Pair, stride: Pair, dilation: Pair) -> t
     return ((top, top), (left, left))
 
 
+@cast_point("conv2d")
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """2-D cross-correlation (what deep learning calls convolution), as ``torch.nn.functional.conv2d``.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 
 import teachgrad as tg
+from teachgrad.autograd.cast_points import cast_point
 from teachgrad.ops.linalg import Linear as LinearFunction
 from teachgrad.ops.loss import NLLLoss
 from teachgrad.tensor import Tensor
@@ -45,6 +46,7 @@ def log_softmax(input: Tensor, dim: int) -> Tensor:
 
 
 # -- layers -------------------------------------------------------------------
+@cast_point("linear")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``: the affine map of :class:`~teachgrad.nn.Linear`.
 
@@ -176,6 +178,7 @@ def _warn_if_broadcasting(name: str, input: Tensor, target: Tensor) -> None:
         )
 
 
+@cast_point("mse_loss")
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean squared error: ``(input - target) ** 2``, then reduced."""
     _check_reduction(reduction)
@@ -183,6 +186,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     return _reduce((input - target) ** 2, reduction)
 
 
+@cast_point("l1_loss")
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean absolute error: ``|input - target|``, then reduced."""
     _check_reduction(reduction)
@@ -190,6 +194,7 @@ def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     return _reduce((input - target).abs(), reduction)
 
 
+@cast_point("nll_loss")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              ignore_index: int = -100, reduction: str = "mean", **options) -> Tensor:
     """Negative log-likelihood: ``-weight[c] * input[n, c]`` with ``c = target[n]``, then reduced.
@@ -251,6 +256,7 @@ def _weighted_nll(rows: Tensor, target: Tensor, weight: Tensor | None, ignore_in
     return losses.sum() / tg.where(empty, 1.0, total) + tg.where(empty, float("nan"), 0.0)
 
 
+@cast_point("cross_entropy")
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0, **options) -> Tensor:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import teachgrad as tg
+from teachgrad.autograd.cast_points import cast_point
 from teachgrad.ops.batch_norm import BatchNormTraining
 from teachgrad.ops.normalization import LayerNorm as LayerNormFunction
 from teachgrad.tensor import Tensor
@@ -105,6 +106,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     return out
 
 
+@cast_point("layer_norm")
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise each sample over its last ``len(normalized_shape)`` dimensions, as

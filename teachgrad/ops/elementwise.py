@@ -96,11 +96,13 @@ class Pow(Function):
         da = db = None
         zero = grad * 0
         if ctx.needs_input_grad[0]:
-            # a**0 is constant: its slope is 0 even at a = 0, where b * a**(b-1) is 0 * inf
+            # a**0 is constant: its slope is 0 even at a = 0, where b * a**(b-1) is 0 * inf.
+            # grad * (b * a**(b-1)), in PyTorch's order: grad * b first would overflow a
+            # huge (loss-scaled) gradient that the slope would have brought back in range
             if isinstance(b, Tensor):
-                da = Where.apply(b == 0, zero, grad * b * a ** (b - 1))
+                da = Where.apply(b == 0, zero, grad * (b * a ** (b - 1)))
             else:
-                da = zero if b == 0 else grad * b * a ** (b - 1)
+                da = zero if b == 0 else grad * (b * a ** (b - 1))
         if ctx.needs_input_grad[1]:
             out = ctx.output
             if isinstance(a, Tensor):

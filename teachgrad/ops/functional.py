@@ -10,6 +10,7 @@ from collections import namedtuple
 from typing import Any
 
 from .. import dtypes
+from ..autograd.cast_points import cast_point
 from ..device import common_device
 from ..tensor import Tensor
 from . import activation, elementwise as ew, indexing, linalg, pointwise_activation as pa, reduce as red
@@ -358,6 +359,7 @@ def argmin(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
 # -- linear algebra -----------------------------------------------------------------
 
 
+@cast_point("matmul")
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("matmul needs two tensors")

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from .. import dtypes
+from ..autograd.cast_points import cast_point
 from ..autograd.function import Context, Function
 from ..device import common_device
 from ..tensor import Tensor
@@ -145,6 +146,7 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool 
     return out if keepdim else out.squeeze(max(rows, cols)).squeeze(min(rows, cols))
 
 
+@cast_point("norm")
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,  # noqa: A002
          dtype: Any = None) -> Tensor:
     """``tg.norm`` / ``x.norm()``: as PyTorch's, a vector norm unless ``p`` names a matrix one.
