@@ -63,7 +63,7 @@ def __getattr__(name: str):
     # heavier subpackages load on first use, so `import teachgrad` stays quick
     import importlib
     if name in ("nn", "optim", "data", "cuda", "kernels", "bench", "exercises", "widgets",
-                "utils", "jit", "onnx", "distributed", "tune"):
+                "utils", "jit", "onnx", "distributed", "tune", "profiler"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "compile":  # tg.compile, like torch.compile (lives in teachgrad.jit)
         return importlib.import_module(f"{__name__}.jit").compile
