@@ -25,17 +25,20 @@ def _us(t: float) -> float:
 
 def _complete_event(e: FunctionEvent, host_pid: int) -> dict:
     start, end = _us(e.start_us), _us(e.end_us)
-    args: dict = {}
+    args: dict = {}  # (left out when empty: speedscope shows args beside each name)
     if e.input_shapes:
         args["Input Shapes"] = e.input_shapes
     if e.stack:
         args["Call stack"] = ";".join(e.stack)
     if e.is_device:
         args["stream"] = e.stream
-    return {"ph": "X", "cat": _CATEGORY[e.kind], "name": e.name,
-            "pid": DEVICE_PID if e.is_device else host_pid,
-            "tid": e.stream if e.is_device else e.thread,
-            "ts": start, "dur": round(end - start, 3), "args": args}
+    event = {"ph": "X", "cat": _CATEGORY[e.kind], "name": e.name,
+             "pid": DEVICE_PID if e.is_device else host_pid,
+             "tid": e.stream if e.is_device else e.thread,
+             "ts": start, "dur": round(end - start, 3)}
+    if args:
+        event["args"] = args
+    return event
 
 
 def _metadata(pid: int, tid: int | None, name: str) -> dict:
