@@ -1,13 +1,14 @@
 """tg.profiler: events from the engine's seams, nested and timed; tables; schedules as PyTorch's.
 
-The schedule tests replay ``tests/fixtures/profiler_schedule.json``, recorded from
-``torch.profiler`` by ``scripts/record_profiler_schedule.py``.
+The schedule tests run the cases of ``scripts/profiler_schedule_cases.py`` and compare
+with ``tests/fixtures/profiler_schedule.json``: the same cases run by ``torch.profiler``
+(``scripts/record_profiler_schedule.py``).
 """
 from __future__ import annotations
 
 import json
+import sys
 import threading
-import warnings
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,11 @@ from teachgrad.profiler import (
     ProfilerAction, ProfilerActivity, profile, record_function, schedule, tensorboard_trace_handler,
 )
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "profiler_schedule.json"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "profiler_schedule.json"
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from profiler_schedule_cases import run_case  # noqa: E402  (the cases torch's profiler ran)
 CPU = [ProfilerActivity.CPU]
 
 
@@ -178,35 +183,9 @@ def _cases():
 
 
 @pytest.mark.parametrize("recorded", _cases(), ids=lambda c: str(c["case"]))
-def test_schedule_matches_torch_profiler(recorded, tmp_path):
-    case, steps = recorded["case"], recorded["steps"]
-    kwargs = {}
-    if case is not None:
-        wait, warmup, active, repeat, skip_first, _ = case
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            kwargs["schedule"] = schedule(wait=wait, warmup=warmup, active=active,
-                                          repeat=repeat, skip_first=skip_first)
-        assert [kwargs["schedule"](i).name for i in range(steps + 1)] == recorded["actions"]
-    ready = []
-
-    def on_ready(p):
-        names = {r.key for r in p.key_averages()}
-        trace = [e["name"] for e in p.chrome_trace()["traceEvents"]]
-        ready.append({"step": p.step_num,
-                      "regions": sorted(n for n in names if n.startswith(("ProfilerStep", "work"))),
-                      "trace_steps": sorted({n for n in trace if n.startswith("ProfilerStep#")})})
-
-    x = tg.ones(3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with profile(activities=CPU, on_trace_ready=on_ready, **kwargs) as prof:
-            for i in range(steps):
-                with record_function(f"work{i}"):
-                    x = x * 2.0
-                if case is not None:
-                    prof.step()
-    assert ready == recorded["ready"]
+def test_schedule_matches_torch_profiler(recorded):
+    case = tuple(recorded["case"]) if recorded["case"] is not None else None
+    assert run_case(tg, tg.profiler, case) == recorded
 
 
 def test_warmup_steps_are_run_with_the_seams_on_but_not_kept():
