@@ -12,6 +12,7 @@
 * :class:`LiveCurves`, :class:`LayerStats` — training curves and per-layer statistics,
   fed by ``SummaryWriter`` calls and module hooks;
 * :class:`Timeline` — the host and stream lanes of asynchronous ``cuda`` work;
+* :class:`ProfileView` — a profile's busiest ops and its trace in speedscope (vendored);
 * :class:`TuneView` — the brackets and rungs of a ``teachgrad.tune`` search;
 * :class:`RankTimeline`, :class:`RingView` — a distributed job's ranks over time; the ring
   all-reduce step by step.
@@ -27,6 +28,7 @@ from .graph_view import GraphView
 from .layer_stats import LayerStats
 from .live_curves import LiveCurves
 from .online_softmax_view import OnlineSoftmaxView
+from .profile_view import ProfileView
 from .race_view import RaceView
 from .rank_timeline import RankTimeline
 from .ring_view import RingView
@@ -39,5 +41,5 @@ from .timeline import Timeline
 from .tune_view import TuneView
 
 __all__ = ["AccessMap", "BackpropStepper", "EngineMap", "GraphView", "GraphvizUnavailable", "LayerStats",
-           "LiveCurves", "OnlineSoftmaxView", "RaceView", "RankTimeline", "RingView", "SpeedChart", "ThreadMap",
+           "LiveCurves", "OnlineSoftmaxView", "ProfileView", "RaceView", "RankTimeline", "RingView", "SpeedChart", "ThreadMap",
            "TileView", "Timeline", "TuneView", "render_svg"]

@@ -17,7 +17,7 @@ import heapq
 import itertools
 from heapq import heappop, heappush
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from numpy import add, asarray, ndarray
 
@@ -323,6 +323,12 @@ class _ReadyQueue:
         return len(self.heap)
 
 
+#: The seam for tools that time backward node by node (``tg.profiler``): when set (it is
+#: only while the observer of ``Function.apply`` is set too), each node's backward runs as
+#: ``node_observer(node, grads, call_backward)``, which returns ``call_backward(node, grads)``.
+node_observer: Callable[[Any, list, Callable[[Any, list], list]], list] | None = None
+
+
 def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
          records: bool = True, rank: dict | None = None) -> Iterator[BackwardStep | None]:
     """The steps of backprop. With ``rank`` (a checked topological order: node ->
@@ -343,6 +349,8 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
     # looks at it (a node with hooks gets tensors, and records show tensors).
     on_arrays = function.observer is None
     keep_arrays = on_arrays and not records
+    # A tool that times each node's backward (the profiler); read once per pass
+    watch_node = node_observer
     # Gradient arrays bound for a leaf that nothing else holds (see _accumulate), by id;
     # the value keeps the array alive, so its id cannot pass to another array meanwhile.
     owned: dict[int, Any] = {}
@@ -364,7 +372,9 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
             index += 1
             continue
 
-        if on_arrays and node.on_arrays:
+        if watch_node is not None:
+            grad_inputs = watch_node(node, grads, _call_backward)
+        elif on_arrays and node.on_arrays:
             grad_inputs = _formula_on_arrays(node, grads, keep_arrays)
         else:
             grad_inputs = _call_backward(node, grads)
