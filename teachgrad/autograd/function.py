@@ -29,6 +29,9 @@ module_path: tuple = ()
 #: ``Function.apply(*args, **kwargs)`` calls ``observer(cls, args, kwargs)`` instead and
 #: returns what it returns; the observer runs the operation itself with ``cls._apply``.
 observer: Callable[[type, tuple, dict], Any] | None = None
+#: Called with every node the graph records, when set (the memory timeline uses it to find
+#: the tensors saved for backward). None: nothing is called.
+node_made: Callable[[Any], None] | None = None
 
 FREED_GRAPH_MESSAGE = (
     "Trying to backward through the graph a second time (or to use saved tensors after "
@@ -433,6 +436,8 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
         ctx._out_version = (out._version_counter, 0)
     out.grad_fn = node  # (the output of a float operation; _output_nr is already 0)
     out.requires_grad = True
+    if node_made is not None:
+        node_made(node)
     return out
 
 
@@ -484,6 +489,8 @@ def _record(node: Node, ctx: Context, outputs: tuple) -> None:
     if ctx._out is not None:  # backward will read the first output: watch its version
         counter = outputs[0]._version_counter
         ctx._out_version = (counter, counter[0])
+    if node_made is not None:
+        node_made(node)
     skip = ctx._non_differentiable
     for i, o in enumerate(outputs):
         if o.dtype.is_floating_point and not (skip and id(o) in skip):
