@@ -11,6 +11,7 @@
 * :class:`LiveCurves`, :class:`LayerStats` — training curves and per-layer statistics,
   fed by ``SummaryWriter`` calls and module hooks;
 * :class:`Timeline` — the host and stream lanes of asynchronous ``cuda`` work;
+* :class:`MemoryTimelineView` — live device bytes over a step, by what they are;
 * :class:`TuneView` — the brackets and rungs of a ``teachgrad.tune`` search;
 * :class:`RankTimeline`, :class:`RingView` — a distributed job's ranks over time; the ring
   all-reduce step by step.
@@ -25,6 +26,7 @@ from .engine_map import EngineMap
 from .graph_view import GraphView
 from .layer_stats import LayerStats
 from .live_curves import LiveCurves
+from .memory_timeline import MemoryTimelineView
 from .race_view import RaceView
 from .rank_timeline import RankTimeline
 from .ring_view import RingView
@@ -37,5 +39,5 @@ from .timeline import Timeline
 from .tune_view import TuneView
 
 __all__ = ["AccessMap", "BackpropStepper", "EngineMap", "GraphView", "GraphvizUnavailable", "LayerStats",
-           "LiveCurves", "RaceView", "RankTimeline", "RingView", "SpeedChart", "ThreadMap",
+           "LiveCurves", "MemoryTimelineView", "RaceView", "RankTimeline", "RingView", "SpeedChart", "ThreadMap",
            "TileView", "Timeline", "TuneView", "render_svg"]
