@@ -82,7 +82,7 @@ def main() -> None:
         print(f"segments={s}: peak {peaks[str(s)]} B ({peaks[str(s)] / peaks['None']:.2f}x), "
               f"step {min(t)*1e3:.1f}/{statistics.median(t)*1e3:.1f}/{max(t)*1e3:.1f} ms "
               f"({statistics.median(t) / base:.2f}x)")
-    save({**header(None), "depth": DEPTH,
+    save({"header": header(None), "depth": DEPTH,
           "peak_size": "batch 128, width 16, cuda (simulator)",
           "time_size": "batch 512, width 256, cpu",
           "repeats": args.repeats, "rows": rows}, RESULTS / "checkpoint_memory.json")

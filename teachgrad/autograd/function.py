@@ -116,6 +116,8 @@ class Context:
         """The forward's own result (its backend array), kept when backward reuses it
         (``tanh``'s slope is ``1 - out²``). Checked like saved tensors: changing the
         output in place before backward is an error, not a wrong gradient."""
+        if self._out is None and self._saved is None:  # a backward freed it already
+            raise RuntimeError(FREED_GRAPH_MESSAGE)
         if self._out_version is not None:
             counter, expected = self._out_version
             if counter[0] != expected:

@@ -114,7 +114,9 @@ class CachingAllocator:
             block = Block(rounded_size(requested), requested, None, next(_ids))
             self._count_new_segment(block)
             self._count_allocation(block)
-        weakref.finalize(array.gpu_data, self._release_uncached, block)
+        owner = array.gpu_data.owner  # what every slice of the array keeps alive
+        _gpu_blocks[id(owner)] = block
+        weakref.finalize(owner, self._release_uncached, block, id(owner))
         return array
 
     def _take_block(self, size: int, requested: int) -> Block:
@@ -134,7 +136,8 @@ class CachingAllocator:
             self._count_free(block)
             self._free.setdefault(block.size, []).append(block)
 
-    def _release_uncached(self, block: Block) -> None:
+    def _release_uncached(self, block: Block, owner_id: int) -> None:
+        _gpu_blocks.pop(owner_id, None)
         with self._lock:
             self._count_free(block)
             self._count_segment_freed(block)
@@ -211,6 +214,7 @@ _COUNTER_KEYS = [f"{name}.all.{kind}" for name in _COUNTED
                  for kind in ("current", "peak", "allocated", "freed")]
 
 _allocators: dict[int, CachingAllocator] = {}
+_gpu_blocks: dict[int, Block] = {}  # on a GPU: id of numba's memory owner -> its block
 _allocators_lock = threading.Lock()
 
 
@@ -234,6 +238,9 @@ def allocate(shape, dtype):
 
 def block_of(device_array) -> Block | None:
     """The block a device array (or a slice of one) reads, if this allocator made it."""
+    gpu_data = getattr(device_array, "gpu_data", None)
+    if gpu_data is not None:  # a real GPU's array: its memory's owner identifies the block
+        return _gpu_blocks.get(id(gpu_data.owner))
     array = getattr(device_array, "_ary", None)  # the simulator's array wraps a numpy one
     while array is not None and not hasattr(array, "block"):
         array = getattr(array, "base", None)  # (a numpy view's base, up to the owner)

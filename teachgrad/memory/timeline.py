@@ -25,8 +25,9 @@ import weakref
 from dataclasses import dataclass, field
 
 from ..autograd import function
-from ..streams import blocking_launches
+from ..streams import blocking_launches, synchronize
 from ..kernels.caching_allocator import Block, allocator_for, block_of, current_device_index
+from .counters import _allocator as allocator_of
 
 #: The categories, in the order a stacked chart draws them (bottom first).
 CATEGORIES = ("parameters", "optimizer state", "gradients", "activations", "other")
@@ -153,9 +154,7 @@ class memory_timeline:
         if model is not None and not hasattr(model, "parameters"):
             raise TypeError(f"model must be an nn.Module, not {type(model).__name__}")
         parameters, optimizers = _gather(model, optimizer)
-        from . import _allocator
-
-        index = _allocator(device).device_index
+        index = allocator_of(device).device_index
         self.timeline = MemoryTimeline(parameters, optimizers, index)
         self._listener = None
         self._blocking = blocking_launches(bool(blocking))
@@ -172,9 +171,7 @@ class memory_timeline:
         return timeline
 
     def __exit__(self, *exc) -> None:
-        from .. import cuda
-
-        cuda.synchronize()  # frees waiting on queued kernels are seen before recording stops
+        synchronize()  # frees waiting on queued kernels are seen before recording stops
         allocator_for(self.timeline.device_index).listeners.remove(self._listener)
         function.node_made = None
         self._blocking.__exit__(*exc)
