@@ -5,8 +5,8 @@ The allocator knows blocks and sizes; the engine knows what each block is for:
 * **parameters**: the ``Parameter`` tensors of the model;
 * **gradients**: their ``.grad``;
 * **optimizer state**: the tensors in ``optimizer.state`` (Adam's two moments, momentum);
-* **activations**: tensors some recorded operation saved for backward
-  (``ctx.save_for_backward``, or the output it reads back), while the graph holds them;
+* **activations**: tensors some operation recorded inside the block saved for backward
+  (``ctx.save_for_backward``, or the output it reads back), until backward frees them;
 * **other**: everything else alive (inputs, the loss, temporaries a kernel is using).
 
 :func:`memory_timeline` records one sample at every allocation and free on the

@@ -101,14 +101,16 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
                preserve_rng_state: bool = True, **kwargs: Any) -> Any:
     """``function(*args, **kwargs)``, keeping only its inputs for backward and re-running it there.
 
-    ``use_reentrant`` is required as in recent PyTorch (pass ``False``, the recommended one).
+    Pass ``use_reentrant`` explicitly, as PyTorch asks: left out, it warns and uses ``False``,
+    the recommended variant (PyTorch warns too, and falls back to ``True``).
     """
     if not callable(function):
         raise TypeError(f"checkpoint: the first argument must be a function or module, "
                         f"not {type(function).__name__}")
     if use_reentrant is None:
-        raise ValueError("checkpoint: pass use_reentrant=False (recommended) or True explicitly, "
-                         "as PyTorch asks")
+        warnings.warn("checkpoint: pass use_reentrant explicitly (False is recommended); "
+                      "teachgrad uses False when it is left out", UserWarning, stacklevel=2)
+        use_reentrant = False
     if not isinstance(use_reentrant, bool) or not isinstance(preserve_rng_state, bool):
         raise TypeError("checkpoint: use_reentrant and preserve_rng_state must be True or False")
     if use_reentrant and kwargs:
