@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import math
 import threading
 import weakref
 from dataclasses import dataclass
@@ -85,14 +86,15 @@ class CachingAllocator:
         self._free: dict[int, list[Block]] = {}  # rounded size -> cached blocks
         self._live: dict[int, Block] = {}  # block id -> block
         self.listeners: list[Callable[[str, Block], None]] = []
-        self._counters = {key: 0 for key in _COUNTER_KEYS}
+        # name -> {"current", "peak", "allocated" (running total), "freed"}
+        self._counts = {name: dict.fromkeys(_KINDS, 0) for name in _COUNTED}
 
     # -- handing memory out and taking it back ------------------------------------------
     def allocate(self, shape, dtype):
         """A new device array of ``shape`` and ``dtype`` (uninitialised), counted."""
         dtype = np.dtype(dtype)
-        shape = tuple(int(s) for s in np.atleast_1d(np.asarray(shape, dtype=np.int64)))
-        requested = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+        requested = math.prod(shape) * dtype.itemsize
         if requested == 0:
             return cuda.device_array(shape, dtype=dtype)  # no memory behind it: nothing to count
         if not _cuda_setup.is_simulated():
@@ -175,15 +177,16 @@ class CachingAllocator:
 
     def _bump(self, name: str, amount: int) -> None:
         """``name`` grows by ``amount``: current, peak and the running total."""
-        c = self._counters
-        c[f"{name}.all.current"] += amount
-        c[f"{name}.all.allocated"] += amount
-        c[f"{name}.all.peak"] = max(c[f"{name}.all.peak"], c[f"{name}.all.current"])
+        c = self._counts[name]
+        c["current"] += amount
+        c["allocated"] += amount
+        if c["current"] > c["peak"]:
+            c["peak"] = c["current"]
 
     def _drop(self, name: str, amount: int) -> None:
-        c = self._counters
-        c[f"{name}.all.current"] -= amount
-        c[f"{name}.all.freed"] += amount
+        c = self._counts[name]
+        c["current"] -= amount
+        c["freed"] += amount
 
     def _tell(self, event: str, block: Block) -> None:
         for listener in list(self.listeners):
@@ -192,13 +195,14 @@ class CachingAllocator:
     def stats(self) -> dict[str, int]:
         """The counters, under PyTorch's ``memory_stats()`` names."""
         with self._lock:
-            return dict(self._counters)
+            return {f"{name}.all.{kind}": value for name, counts in self._counts.items()
+                    for kind, value in counts.items()}
 
     def reset_peak_stats(self) -> None:
         """Every ``.peak`` starts again from its current value."""
         with self._lock:
-            for name in _COUNTED:
-                self._counters[f"{name}.all.peak"] = self._counters[f"{name}.all.current"]
+            for counts in self._counts.values():
+                counts["peak"] = counts["current"]
 
     def live_blocks(self) -> list[Block]:
         with self._lock:
@@ -210,8 +214,7 @@ class CachingAllocator:
 
 
 _COUNTED = ("allocated_bytes", "requested_bytes", "reserved_bytes", "allocation", "segment")
-_COUNTER_KEYS = [f"{name}.all.{kind}" for name in _COUNTED
-                 for kind in ("current", "peak", "allocated", "freed")]
+_KINDS = ("current", "peak", "allocated", "freed")
 
 _allocators: dict[int, CachingAllocator] = {}
 _gpu_blocks: dict[int, Block] = {}  # on a GPU: id of numba's memory owner -> its block
@@ -220,10 +223,11 @@ _allocators_lock = threading.Lock()
 
 def allocator_for(device_index: int = 0) -> CachingAllocator:
     """The allocator of device ``device_index`` (made on first use)."""
-    with _allocators_lock:
-        if device_index not in _allocators:
-            _allocators[device_index] = CachingAllocator(device_index)
-        return _allocators[device_index]
+    allocator = _allocators.get(device_index)
+    if allocator is None:
+        with _allocators_lock:
+            allocator = _allocators.setdefault(device_index, CachingAllocator(device_index))
+    return allocator
 
 
 def current_device_index() -> int:
