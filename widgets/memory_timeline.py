@@ -84,7 +84,8 @@ class MemoryTimelineView(StaticSVG, widgets.HTML):
         index, total = self.peak()
         body.append(panel.marker(index, total, "#000000", label=f"peak {format_bytes(total)}"))
         px, py = panel.px(index, total)
-        body.append(text(px + 6, py + 12, f"peak {format_bytes(total)}", size=9, anchor="start"))
+        # (written under the phase labels, which sit along the top edge)
+        body.append(text(px + 6, py + 26, f"peak {format_bytes(total)}", size=9, anchor="start"))
         body += self._legend(panel.x + panel.w + 15, panel.y)
         return document(WIDTH, HEIGHT, body, kind="memory-timeline")
 
