@@ -127,3 +127,14 @@ from .streams import recording as record_timeline  # noqa: E402
 
 __all__ += ["Stream", "Event", "KernelError", "current_stream", "default_stream", "stream",
             "record_timeline"]
+
+# Device memory (teachgrad.memory): the caching allocator's counters, after torch.cuda's.
+from . import memory  # noqa: E402
+from .memory import (  # noqa: E402
+    empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated, memory_reserved,
+    memory_stats, memory_summary, reset_peak_memory_stats,
+)
+
+__all__ += ["memory", "memory_allocated", "max_memory_allocated", "memory_reserved",
+            "max_memory_reserved", "reset_peak_memory_stats", "memory_stats", "memory_summary",
+            "empty_cache"]

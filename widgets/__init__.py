@@ -13,6 +13,7 @@
   fed by ``SummaryWriter`` calls and module hooks;
 * :class:`Timeline` — the host and stream lanes of asynchronous ``cuda`` work;
 * :class:`ProfileView` — a profile's busiest ops and its trace in speedscope (vendored);
+* :class:`MemoryTimelineView` — live device bytes over a step, by what they are;
 * :class:`TuneView` — the brackets and rungs of a ``teachgrad.tune`` search;
 * :class:`RankTimeline`, :class:`RingView` — a distributed job's ranks over time; the ring
   all-reduce step by step.
@@ -27,6 +28,7 @@ from .engine_map import EngineMap
 from .graph_view import GraphView
 from .layer_stats import LayerStats
 from .live_curves import LiveCurves
+from .memory_timeline import MemoryTimelineView
 from .online_softmax_view import OnlineSoftmaxView
 from .profile_view import ProfileView
 from .race_view import RaceView
@@ -41,5 +43,5 @@ from .timeline import Timeline
 from .tune_view import TuneView
 
 __all__ = ["AccessMap", "BackpropStepper", "EngineMap", "GraphView", "GraphvizUnavailable", "LayerStats",
-           "LiveCurves", "OnlineSoftmaxView", "ProfileView", "RaceView", "RankTimeline", "RingView", "SpeedChart", "ThreadMap",
+           "LiveCurves", "MemoryTimelineView", "OnlineSoftmaxView", "ProfileView", "RaceView", "RankTimeline", "RingView", "SpeedChart", "ThreadMap",
            "TileView", "Timeline", "TuneView", "render_svg"]

@@ -380,6 +380,7 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
             grad_inputs = _call_backward(node, grads)
         if not retain_graph:
             node.ctx._saved = None  # what it saved is no longer needed
+            node.ctx._out = None  # nor the output it kept (tanh's): its memory can go
         accumulated = [] if records else None
         for (nxt, nr), g, meta in zip(node.next_functions, grad_inputs, node.input_meta):
             if nxt is None:

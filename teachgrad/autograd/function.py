@@ -41,6 +41,9 @@ observer: Callable[[type, tuple, dict], Any] | None = None
 #: arguments the way its table says and runs ``cls._apply`` on them with itself unset
 #: (an operation's insides are not cast again). Off, it costs one test of a global.
 cast_policy: Any = None
+#: Called with every node the graph records, when set (the memory timeline uses it to find
+#: the tensors saved for backward). None: nothing is called.
+node_made: Callable[[Any], None] | None = None
 
 FREED_GRAPH_MESSAGE = (
     "Trying to backward through the graph a second time (or to use saved tensors after "
@@ -129,6 +132,8 @@ class Context:
         """The forward's own result (its backend array), kept when backward reuses it
         (``tanh``'s slope is ``1 - out²``). Checked like saved tensors: changing the
         output in place before backward is an error, not a wrong gradient."""
+        if self._out is None and self._saved is None:  # a backward freed it already
+            raise RuntimeError(FREED_GRAPH_MESSAGE)
         if self._out_version is not None:
             counter, expected = self._out_version
             if counter[0] != expected:
@@ -464,6 +469,8 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
         ctx._out_version = (out._version_counter, 0)
     out.grad_fn = node  # (the output of a float operation; _output_nr is already 0)
     out.requires_grad = True
+    if node_made is not None:
+        node_made(node)
     return out
 
 
@@ -550,6 +557,8 @@ def _record(node: Node, ctx: Context, outputs: tuple) -> None:
     if ctx._out is not None:  # backward will read the first output: watch its version
         counter = outputs[0]._version_counter
         ctx._out_version = (counter, counter[0])
+    if node_made is not None:
+        node_made(node)
     skip = ctx._non_differentiable
     for i, o in enumerate(outputs):
         if o.dtype.is_floating_point and not (skip and id(o) in skip):

@@ -37,6 +37,7 @@ from numba import cuda, from_dtype
 
 from .. import _cuda_setup
 from . import ops
+from .caching_allocator import allocate
 from .launch import device_limits, launch
 
 _SIM = _cuda_setup.is_simulated()
@@ -126,7 +127,7 @@ def reduce_rows(op: str, x, threads: int | None = None):
     dtype = np.dtype(x.dtype)
     while True:
         blocks_per_row, row_blocks = _grid(rows, n, threads)
-        out = cuda.device_array((rows, blocks_per_row), dtype=dtype)
+        out = allocate((rows, blocks_per_row), dtype)
         launch(reduce_kernel(op, dtype, threads), (blocks_per_row, row_blocks), threads, x, out, rows, n)
         if blocks_per_row == 1:
             return out.reshape(rows)
@@ -198,7 +199,7 @@ def arg_reduce_rows(op: str, x, threads: int | None = None):
     _check_power_of_two(threads)
     rows, n = x.shape
     _check_rows_not_empty(op, n)
-    out = cuda.device_array(rows, dtype=np.int64)
+    out = allocate(rows, np.int64)
     grid = min(rows, MAX_ROW_BLOCKS or device_limits().max_grid_dims[0])
     launch(arg_reduce_kernel(op, np.dtype(x.dtype), threads), grid, threads, x, out, rows, n)
     return out

@@ -28,6 +28,7 @@ import numpy as np
 from numba import cuda
 
 from . import elementwise
+from .caching_allocator import allocate
 from .launch import launch
 
 
@@ -66,8 +67,8 @@ def rank_sort_kernel():
 def sort_rows(x, descending: bool):
     """Each row of the 2-D device array ``x`` sorted (stable): ``(values, indices)``."""
     rows, n = x.shape
-    values = cuda.device_array((rows, n), dtype=x.dtype)
-    indices = cuda.device_array((rows, n), dtype=np.int64)
+    values = allocate((rows, n), x.dtype)
+    indices = allocate((rows, n), np.int64)
     if rows * n:
         blocks, threads = elementwise.launch_config(rows * n)
         launch(rank_sort_kernel(), blocks, threads, x, values, indices, rows, n, bool(descending))

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda
 
+from .caching_allocator import allocate
+
 
 @cuda.jit(device=True)
 def strided_position(i, shape, strides, offset):
@@ -101,7 +103,10 @@ def new_array(shape: tuple[int, ...], dtype) -> StridedArray:
     """A fresh contiguous device array (uninitialised: no copy, no kernel)."""
     shape = tuple(int(s) for s in shape)
     size = int(np.prod(shape, dtype=np.int64))
-    buffer = cuda.device_array(max(size, 1), dtype=np.dtype(dtype))
+    if size == 0:  # no memory, as in PyTorch (one uncounted element keeps kernels simple)
+        buffer = cuda.device_array(1, dtype=np.dtype(dtype))
+    else:
+        buffer = allocate(size, dtype)  # counted device memory (caching_allocator)
     return StridedArray(buffer, shape, contiguous_strides(shape), 0)
 
 

@@ -22,7 +22,8 @@ import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import cuda
+
+from .caching_allocator import allocate
 
 if TYPE_CHECKING:  # pragma: no cover
     from .strided import StridedArray
@@ -39,7 +40,7 @@ def to_device(a: np.ndarray):
     with _lock:
         _stats["host_to_device"] += 1
         _stats["bytes_h2d"] += a.nbytes
-    d = cuda.device_array(a.shape, a.dtype)
+    d = allocate(a.shape, a.dtype)  # counted device memory (caching_allocator)
     # ordered on the current stream, like every kernel launched after it
     enqueue("h2d", f"copy {a.nbytes} bytes to the device",
             lambda handle: d.copy_to_device(a, stream=0 if handle is None else handle))

@@ -188,6 +188,7 @@ class Stream:
             if item is _STOP:
                 return
             self._run(item, raise_now=False)
+            item = None  # its arrays may die now (memory counters see them freed at sync)
             with self._cv:
                 self._queue.popleft()
                 if not self._queue:

@@ -1,4 +1,5 @@
 """Checkers for chapter 16, *Profiling, CUDA graphs and memory*, one module per section."""
-from .profiling import check_self_times
+from __future__ import annotations
 
-__all__ = ["check_self_times"]
+from .memory import check_recompute  # noqa: F401
+from .profiling import check_self_times  # noqa: F401
