@@ -127,3 +127,11 @@ from .streams import recording as record_timeline  # noqa: E402
 
 __all__ += ["Stream", "Event", "KernelError", "current_stream", "default_stream", "stream",
             "record_timeline"]
+
+# CUDA graphs (teachgrad.streams.graphs): capture a step's launches once, replay them.
+from .streams.graphs import (  # noqa: E402
+    CUDAGraph, GraphCaptureError, graph, graph_pool_handle, is_current_stream_capturing,
+)
+
+__all__ += ["CUDAGraph", "GraphCaptureError", "graph", "graph_pool_handle",
+            "is_current_stream_capturing"]
