@@ -59,7 +59,9 @@ def test_replay_computes_the_forward_on_new_data_in_the_static_input():
         np.testing.assert_allclose(static_out.cpu().numpy(), numpy_forward(model, x),
                                    rtol=1e-5, atol=1e-6)
     assert static_out._array.buffer is buffer  # replays write the same output buffer
-    assert g.replays == 3 and g.backend == "simulator"
+    assert g.replays == 3
+    assert g.backend == "simulator" if tg.cuda.is_simulated() else g.backend in (
+        "cuda.core graph", "recorded launches")
 
 
 def test_capture_records_without_running():
@@ -148,6 +150,8 @@ def test_replay_runs_no_op_dispatch_and_marks_its_launches(monkeypatch):
     with streams.recording() as rec:
         g.replay()
     assert applied == [] and backend_calls == []  # no Function.apply, no backend primitive
+    if not tg.cuda.is_simulated():
+        return  # (a GPU graph runs its kernels inside the driver: no record each)
     replayed = [op for op in rec.ops if op.replay is not None and op.kind != "graph"]
     assert [op.name for op in replayed] == [c.name for c in g.launches]
     assert all(op.status == "done" and op.replay == f"graph {g.id}, replay 1" for op in replayed)
@@ -156,6 +160,7 @@ def test_replay_runs_no_op_dispatch_and_marks_its_launches(monkeypatch):
     assert applied
 
 
+@pytest.mark.skipif(not tg.cuda.is_simulated(), reason="the simulator records each replayed launch")
 def test_replay_of_a_graph_counts_device_time_once():
     _, g, _, _ = captured_forward()
     with streams.recording() as rec:
