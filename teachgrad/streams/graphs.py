@@ -242,7 +242,7 @@ class CUDAGraph:
         else:
             record = stream.enqueue("graph", f"CUDA graph {self.id} ({len(self._launches)} launches)",
                                     functools.partial(_replay_launches, tuple(self._launches),
-                                                      stream.id, label))
+                                                      stream.id, label, records.now()))
             record.replay = label
 
     def reset(self) -> None:
@@ -258,11 +258,12 @@ class CUDAGraph:
 
 
 def _replay_launches(launches: tuple[CapturedLaunch, ...], stream_id: int, label: str,
-                     handle: Any) -> None:
-    """The device's side of a simulated replay: run each recorded launch, recording it."""
+                     launched: float, handle: Any) -> None:
+    """The device's side of a simulated replay: run each recorded launch, recording it
+    (as enqueued when the host launched the graph: the host did nothing more for it)."""
     for launch in launches:
         record = OpRecord(launch.kind, launch.name, launch.op, launch.site, stream_id,
-                          records.now(), replay=label)
+                          launched, replay=label)
         record.started, record.status = records.now(), "running"
         records.note_op(record)
         try:
