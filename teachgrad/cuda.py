@@ -132,6 +132,7 @@ __all__ += ["Stream", "Event", "KernelError", "current_stream", "default_stream"
 from .streams.graphs import (  # noqa: E402
     CUDAGraph, GraphCaptureError, graph, graph_pool_handle, is_current_stream_capturing,
 )
+from .streams.graphed import make_graphed_callables  # noqa: E402
 
 __all__ += ["CUDAGraph", "GraphCaptureError", "graph", "graph_pool_handle",
-            "is_current_stream_capturing"]
+            "is_current_stream_capturing", "make_graphed_callables"]
