@@ -37,8 +37,9 @@ def _graph_builder_support() -> Any:
 
 
 def core_stream(numba_stream: Any) -> Any:
-    """The ``cuda.core`` view of a numba stream (the same CUDA stream, not a new one)."""
-    return _graph_builder_support().from_handle(int(numba_stream.handle or 0))
+    """The ``cuda.core`` view of a numba stream (the same CUDA stream, not a new one),
+    made as numba-cuda makes it for its own launches."""
+    return _graph_builder_support().from_handle(numba_stream.handle or 0)
 
 
 class CoreGraph:
