@@ -251,6 +251,10 @@ class CUDAGraph:
             raise RuntimeError("reset: this CUDAGraph is capturing. Fix: end the capture first")
         self._launches, self._captured, self._gpu, self.backend = [], False, None, None
 
+    def refuse_host_wait(self, reason: str, site: str) -> None:
+        """What every host wait calls while this graph captures (see :func:`refuse_host_wait`)."""
+        refuse_host_wait(reason, site)
+
     def debug_dump(self) -> str:
         """The recorded launches, one a line (PyTorch writes a DOT file; this is text)."""
         return "\n".join(f"{i:3d} {c.kind} {c.name}" + (f" ({c.op})" if c.op else "")

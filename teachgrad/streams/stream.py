@@ -364,11 +364,11 @@ capturing: list[Stream] = []
 
 
 def refuse_while_capturing(reason: str, site: str) -> None:
-    """A host wait while a graph captures is an error (``graphs.refuse_host_wait`` says why)."""
-    if capturing:
-        from .graphs import refuse_host_wait
-
-        refuse_host_wait(reason, site)
+    """A host wait while a graph captures is an error (``CUDAGraph.refuse_host_wait`` says why)."""
+    for s in list(capturing):
+        graph = s._capture
+        if graph is not None:
+            graph.refuse_host_wait(reason, site)
 
 
 def synchronize_if_pending() -> None:
