@@ -15,9 +15,9 @@
 #   benchmarks/gpu_check.sh --dry-run OUT  # here, in numba's CUDA simulator, tiny sizes:
 #                                          # checks the plumbing, measures nothing
 #
-# OUT receives at most six files: log.txt (every step's output), summary.txt (one line a
+# OUT receives at most seven files: log.txt (every step's output), summary.txt (one line a
 # step: exit status and seconds), tests.xml (JUnit), chapters.json, the bench's
-# gpu-<device>-<date>.json and runtime.json. Copy the results files into
+# gpu-<device>-<date>.json, runtime.json and cuda_graph_replay.json. Copy the results files into
 # benchmarks/results/ afterwards. Packages the machine lacks travel as wheels in .whl/
 # (benchmarks/gpu_wheels.sh makes them here); they are installed into a private folder.
 set -uo pipefail
@@ -60,6 +60,7 @@ CUDA_TESTS=(
   tests/engine/test_differential.py tests/engine/test_layers_torch.py
   tests/engine/test_layers_modules.py tests/engine/test_layers_gradcheck.py
   tests/engine/test_inplace_autograd.py tests/engine/test_silent_wrong.py
+  tests/execution/test_cuda_graphs.py
 )
 PYTEST=("$PYTHON" -m pytest -q -p no:cacheprovider -m "not browser and not slow"
         --junitxml="$OUT/tests.xml" "${CUDA_TESTS[@]}")
@@ -82,4 +83,6 @@ else
   step bench 100 "$PYTHON" -m teachgrad.bench --quick --backends numpy cuda --out "$OUT"
 fi
 step runtime 40 "$PYTHON" benchmarks/gpu_runtime.py --out "$OUT/runtime.json"
+# host time per training step, eager against a CUDA graph replay (and which replay ran)
+step cuda-graphs 40 "$PYTHON" benchmarks/cuda_graph_replay.py --quick --out "$OUT"
 echo "files in $OUT:"; ls "$OUT"

@@ -138,3 +138,12 @@ from .memory import (  # noqa: E402
 __all__ += ["memory", "memory_allocated", "max_memory_allocated", "memory_reserved",
             "max_memory_reserved", "reset_peak_memory_stats", "memory_stats", "memory_summary",
             "empty_cache"]
+
+# CUDA graphs (teachgrad.streams.graphs): capture a step's launches once, replay them.
+from .streams.graphs import (  # noqa: E402
+    CUDAGraph, GraphCaptureError, graph, graph_pool_handle, is_current_stream_capturing,
+)
+from .streams.graphed import make_graphed_callables  # noqa: E402
+
+__all__ += ["CUDAGraph", "GraphCaptureError", "graph", "graph_pool_handle",
+            "is_current_stream_capturing", "make_graphed_callables"]

@@ -28,6 +28,7 @@ from .ops.dispatch import (
 )
 from .ops.sampling import bernoulli_array, check_random_fill
 from .random import normal_array, uniform_array
+from .streams.stream import capturing as _capturing_streams
 from .tensor import Tensor
 
 
@@ -105,6 +106,10 @@ class InPlaceMethods:
 
     def _set_array(self, array: Any) -> None:
         """Replace the data in place (keeps dtype; bumps the version counter)."""
+        if _capturing_streams and not isinstance(array, np.ndarray):  # a CUDA graph's replays
+            from .streams.graphs import refuse_storage_swap  # would miss the new buffer
+
+            refuse_storage_swap(tuple(array.shape))
         self._array = array
         self.dtype = dtypes.from_numpy_dtype(array.dtype)
         self._bump_version()

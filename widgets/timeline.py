@@ -12,7 +12,8 @@ red bar each time the host had to **wait** for the device (labelled with what
 made it wait: ``Tensor.item``, ``synchronize``...). On a stream lane a bar is
 an op running on the device (hover for the op, the kernel and the line that
 enqueued it); the grey hatched stretches are the device **idle**, waiting for
-work. Above, the figures that say whether overlap really happened: wall time,
+work. A CUDA graph's replay is one white bar (the graph launch) holding its
+replayed kernels, each marked ``replay:``. Above, the figures that say whether overlap really happened: wall time,
 device busy, host waiting, and CPU/wall (about 1: one core at a time; towards
 2: host and device ran at once).
 
@@ -32,7 +33,8 @@ from ._display import StaticSVG
 
 WAIT = "#e8a0a0"
 KIND_COLOURS = {"kernel": _svg.category_colour(0), "h2d": _svg.category_colour(2),
-                "event": _svg.category_colour(7), "wait_event": _svg.category_colour(4)}
+                "event": _svg.category_colour(7), "wait_event": _svg.category_colour(4),
+                "graph": "#ffffff", "replay": _svg.category_colour(3)}
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,12 @@ def timeline_bars(rec: Any, min_gap_ms: float = 0.0) -> list[Bar]:
     for op in rec.ops:
         if op.started is None or op.finished is None:
             continue  # not run (yet), or a GPU op without device times
-        bars.append(Bar(f"stream {op.stream}", ms(op.started), ms(op.finished), op.kind,
-                        f"{op.describe()} [{op.status}]", op.op or op.name))
+        # a CUDA graph replay: the graph's launch (drawn white) holds its replayed kernels
+        replayed = op.replay is not None and op.kind != "graph"
+        bars.append(Bar(f"stream {op.stream}", ms(op.started), ms(op.finished),
+                        "replay" if replayed else op.kind,
+                        f"{op.describe()} [{op.status}" + (f", {op.replay}]" if op.replay else "]"),
+                        ("replay: " if replayed else "") + (op.op or op.name)))
     for stream in rec.streams:
         for start, end in rec.idle_gaps(stream, min_gap_ms / 1e3):
             bars.append(Bar(f"stream {stream}", ms(start), ms(end), "idle", "device idle"))

@@ -118,6 +118,7 @@ _EXERCISES = (
     _e("15.2", "explain", "read the file", "ch15.check_describe_onnx"),
     _e("15.3", "explain", "export and serve a model", "ch15.check_export_and_serve"),
     _e("16.1", "measure", "self time, from the raw trace", "ch16.check_self_times"),
+    _e("16.2", "explain", "train by replaying a CUDA graph", "ch16.check_train_with_graph"),
     _e("16.3", "build", "checkpointing's recomputing Function", "ch16.check_recompute"),
     _e("17.1", "build", "scaled dot-product attention, inside MultiheadAttention",
        "ch17.check_attention", "nn.scaled_dot_product_attention"),

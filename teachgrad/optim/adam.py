@@ -19,6 +19,7 @@ from typing import Any
 import math
 
 import teachgrad as tg
+from teachgrad.streams.stream import capturing as _capturing_streams
 from teachgrad.tensor import Tensor
 
 from .optimizer import (Group, Optimizer, ParamsT, State, check_non_negative, check_options,
@@ -48,6 +49,10 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def update_parameter(self, param: Tensor, grad: Tensor, state: State, group: Group) -> None:
+        if _capturing_streams:  # a CUDA graph would freeze the host-side step count
+            from teachgrad.streams.graphs import refuse_host_step
+
+            refuse_host_step(type(self).__name__)
         if self.decoupled_weight_decay or ADAM_STEP.fn is None:  # (AdamW: always its own)
             adam_step(param, grad, state, group, self.decoupled_weight_decay)
         else:

@@ -44,6 +44,7 @@ class OpRecord:
     finished: float | None = None  #: device clock when it ended (None: not yet)
     status: str = "queued"  #: "queued", "running", "done", "failed" or "skipped"
     device_cpu: float = 0.0  #: CPU seconds the worker thread spent on it (simulator)
+    replay: str | None = None  #: "graph 1, replay 3" when a CUDA graph's replay launched it
 
     def describe(self) -> str:
         """``kernel grid_stride_binary (Mul.forward), enqueued at step.py:12 in step``."""
@@ -91,9 +92,12 @@ class Recording:
 
     def device_busy_seconds(self, stream: int | None = None) -> float:
         """Seconds the device spent running ops (of one stream, or of all)."""
+        # a simulated graph replay is recorded whole and launch by launch: count it once
+        shown = {op.replay for op in self.ops if op.replay is not None and op.kind != "graph"}
         return sum(op.finished - op.started for op in self.ops
                    if op.finished is not None and op.started is not None
-                   and (stream is None or op.stream == stream))
+                   and (stream is None or op.stream == stream)
+                   and not (op.kind == "graph" and op.replay in shown))
 
     def host_wait_seconds(self) -> float:
         return sum(w.ended - w.began for w in self.waits)

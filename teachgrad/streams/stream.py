@@ -102,6 +102,8 @@ class Stream:
     :meth:`wait_stream` or :meth:`wait_event`, as in PyTorch.
     """
 
+    _capture: Any = None  #: the CUDA graph capturing this stream's launches (see graphs.py)
+
     def __init__(self, priority: int = 0, *, _is_default: bool = False) -> None:
         if not isinstance(priority, int):
             raise TypeError(f"priority must be an int, got {priority!r}")
@@ -143,6 +145,8 @@ class Stream:
         record = OpRecord(kind, name, op, where, self.id, records.now())
         self._last = record
         records.note_op(record)
+        if self._capture is not None:  # a CUDA graph records it instead: nothing runs now
+            return self._capture.take(self, record, run, uses_device)
         item = _Item(record, run, uses_device)
         if self._handle is not None:
             self._launch_on_gpu(item)
@@ -251,6 +255,7 @@ class Stream:
         host wait.
         """
         reason, site = sites.wait_reason(1)
+        refuse_while_capturing(reason, site)
         began = records.now()
         try:
             self._wait_for_queue()
@@ -344,6 +349,7 @@ def wait_for_all_streams(reason: str | None = None) -> None:
     if not _all_streams:
         return
     found, site = sites.wait_reason(3 if reason is None else 2)
+    refuse_while_capturing(reason or found, site)
     began = records.now()
     try:
         for s in list(_all_streams):
@@ -352,6 +358,18 @@ def wait_for_all_streams(reason: str | None = None) -> None:
         records.note_wait(HostWait(reason or found, site, began, records.now()))
     for s in list(_all_streams):
         s.raise_deferred()
+
+
+#: the streams capturing a CUDA graph now (``graphs.py`` fills it): host waits are refused
+capturing: list[Stream] = []
+
+
+def refuse_while_capturing(reason: str, site: str) -> None:
+    """A host wait while a graph captures is an error (``CUDAGraph.refuse_host_wait`` says why)."""
+    for s in list(capturing):
+        graph = s._capture
+        if graph is not None:
+            graph.refuse_host_wait(reason, site)
 
 
 def synchronize_if_pending() -> None:

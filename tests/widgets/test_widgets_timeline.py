@@ -102,3 +102,25 @@ def test_the_slider_zooms_in_on_a_stretch_of_time():
     assert zoomed.count('data-kind="kernel"') == 1
     assert f"{first.start_ms:.1f} to {middle:.1f} ms" in zoomed
     assert view.canvas.value.count('data-kind="kernel"') == 1  # the slider redrew the canvas
+
+
+def test_a_graph_replay_is_one_launch_holding_its_kernels_marked_as_replay():
+    x = tg.ones(8, device="cuda")
+    g = tg.cuda.CUDAGraph()
+    with tg.cuda.graph(g):
+        y = (x * 2).relu()
+    with tg.cuda.record_timeline() as rec:
+        g.replay()
+    bars = timeline_bars(rec)
+    (launch,) = [b for b in bars if b.kind == "graph"]
+    replayed = [b for b in bars if b.kind == "replay"]
+    assert len(replayed) == len(g.launches) == 2
+    assert all(b.short.startswith("replay: ") and "graph 1" not in b.short for b in replayed)
+    assert all(f"graph {g.id}, replay 1" in b.label for b in replayed + [launch])
+    # the graph's launch holds its replayed kernels, and the host enqueued once
+    assert all(launch.start_ms <= b.start_ms and b.end_ms <= launch.end_ms for b in replayed)
+    enqueued = [op.enqueued for op in rec.ops]  # (the launch's time, read twice)
+    assert max(enqueued) - min(enqueued) < 1e-3
+    svg = Timeline(rec).to_svg()
+    assert svg.count('data-kind="replay"') == 2 and svg.count('data-kind="graph"') == 1
+    np.testing.assert_array_equal(y.cpu().numpy(), np.full(8, 2.0))
