@@ -84,5 +84,5 @@ else
 fi
 step runtime 40 "$PYTHON" benchmarks/gpu_runtime.py --out "$OUT/runtime.json"
 # host time per training step, eager against a CUDA graph replay (and which replay ran)
-step cuda-graphs 40 "$PYTHON" benchmarks/cuda_graph_replay.py --quick --out "$OUT"
+step cuda-graphs 60 "$PYTHON" benchmarks/cuda_graph_replay.py --quick --out "$OUT"
 echo "files in $OUT:"; ls "$OUT"

@@ -24,6 +24,8 @@ and the host-to-device copy call it, and the device-to-host copy calls
     busy.py     busy(seconds): a kernel slowed on purpose, to watch the queue in lessons
     gpu_times.py  per-op device times from CUDA events on a GPU (the simulator needs none)
     simulated.py  what a worker thread needs to play the device in numba's simulator
+    graphs.py   CUDA graphs: CUDAGraph, graph(g) capture, replay (graphs_gpu.py: on a GPU;
+                graphed.py: make_graphed_callables)
 
 Recording a timeline::
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import sites, stream as _stream_module
 from .records import now
-from .stream import Stream, _Item, current_stream
+from .stream import Stream, _Item, current_stream, refuse_while_capturing
 
 
 class _Mark:
@@ -108,6 +108,7 @@ class Event:
         from .records import HostWait, note_wait
 
         reason, site = sites.wait_reason(1)  # from here: names Event.synchronize
+        refuse_while_capturing(reason, site)
         began = now()
         if mark.cuda_event is not None:
             mark.cuda_event.synchronize()

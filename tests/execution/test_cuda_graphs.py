@@ -176,6 +176,7 @@ HOST_WAITS = {
     "print": lambda out: repr(out),
     "tg.cuda.synchronize": lambda out: tg.cuda.synchronize(),
     "stream.synchronize": lambda out: tg.cuda.current_stream().synchronize(),
+    "event.synchronize": lambda out: tg.cuda.current_stream().record_event().synchronize(),
 }
 
 
