@@ -20,7 +20,7 @@ import re
 import sys
 from typing import Any, Callable, Sequence
 
-from ..autograd import grad_mode
+from ..autograd import function, grad_mode
 from ..backends import get_backend
 from ..device import Device
 from ..ops import elementwise as ew, linalg
@@ -243,6 +243,10 @@ class CompiledFunction:
 
     def __call__(self, *inputs: Tensor) -> Any:
         inputs = as_inputs(inputs)
+        if function.cast_policy is not None:
+            # autocast casts each operation as it is dispatched: a compiled graph would skip
+            # that, so inside an autocast region the function runs eagerly, as written
+            return self.fn(*inputs)
         key = guards_module.signature(inputs)
         entries = self.cache.setdefault(key, [])
         for entry in entries:

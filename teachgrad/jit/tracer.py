@@ -196,7 +196,10 @@ def _watching(tracer: Tracer) -> Iterator[None]:
     """Install the tracer on the seam, and guard the ways out of the graph, for one call."""
     from ..ops import functional, indexing
 
-    if function_module.observer is not None:
+    from ..profiler.recorder import Collector
+
+    outer = function_module.observer  # a profile recording may be watching: it resumes after
+    if outer is not None and not isinstance(getattr(outer, "__self__", None), Collector):
         raise TracingError("tg.jit.trace was called while another trace is running. "
                            "Fix: trace the inner function on its own, then call it.")
     saved = {name: Tensor.__dict__.get(name, getattr(Tensor, name)) for name in (
@@ -301,7 +304,7 @@ def _watching(tracer: Tracer) -> Iterator[None]:
     try:
         yield
     finally:
-        function_module.observer = None
+        function_module.observer = outer
         for name, method in saved.items():
             setattr(Tensor, name, method)
         functional._compare, functional._arg = saved_compare, saved_arg

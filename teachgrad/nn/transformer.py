@@ -65,6 +65,7 @@ class TransformerEncoderLayer(Module):
                 src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
         """``src`` ``(S, N, E)`` (``(N, S, E)`` with batch_first, ``(S, E)`` unbatched);
         masks as in :class:`MultiheadAttention` (True = ignore)."""
+        check_encoder_input(src, self.self_attn.embed_dim)
         src_key_padding_mask = canonical_mask(src_key_padding_mask, "src_key_padding_mask",
                                               src_mask, "src_mask", src.dtype)
         src_mask = canonical_mask(src_mask, "src_mask", None, "", src.dtype)
@@ -104,6 +105,8 @@ class TransformerEncoder(Module):
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None, is_causal: bool | None = None) -> Tensor:
+        if self.layers:
+            check_encoder_input(src, self.layers[0].self_attn.embed_dim)
         src_key_padding_mask = canonical_mask(src_key_padding_mask, "src_key_padding_mask", mask,
                                               "mask", src.dtype)
         mask = canonical_mask(mask, "mask", None, "", src.dtype)
@@ -114,6 +117,17 @@ class TransformerEncoder(Module):
             output = layer(output, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
                            is_causal=is_causal)
         return output if self.norm is None else self.norm(output)
+
+
+def check_encoder_input(src: Any, d_model: int) -> None:
+    """``src`` is ``(S, N, d_model)``, ``(N, S, d_model)`` or ``(S, d_model)``: checked before a
+    LayerNorm or a projection runs on it."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"src must be a Tensor, got {type(src).__name__}")
+    if src.ndim not in (2, 3) or src.shape[-1] != d_model:
+        raise RuntimeError(f"the encoder expects src of shape (S, N, {d_model}), (N, S, {d_model}) "
+                           f"with batch_first, or (S, {d_model}) unbatched, got "
+                           f"{tuple(src.shape)}. Fix: its last dimension is d_model={d_model}")
 
 
 def generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Tensor:

@@ -265,6 +265,10 @@ X = T(3, 2, 4, grad=False)
     (lambda: nn.TransformerEncoderLayer(4, 2, activation="tanh"), RuntimeError,
      "activation should be relu/gelu, not tanh"),
     (lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2), -1), ValueError, "num_layers"),
+    (lambda: nn.TransformerEncoderLayer(4, 2, norm_first=True)(T(3, 2, 5, grad=False)),
+     RuntimeError, "expects src of shape (S, N, 4)"),
+    (lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2), 2)(T(4, grad=False)),
+     RuntimeError, "got (4,)"),
 ])
 def test_multihead_refuses_bad_input(call, error, message):
     with pytest.raises(error) as info:

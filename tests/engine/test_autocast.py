@@ -169,3 +169,20 @@ def test_bad_arguments_are_refused_before_anything_changes(call, message):
     with pytest.raises((ValueError, TypeError), match=message):
         call()
     assert function.cast_policy is None
+
+
+def test_a_compiled_function_inside_autocast_gives_eagers_answer():
+    w = tg.randn(3, 4)
+
+    def f(x):
+        return F.softmax(F.linear(x, w), dim=1)
+
+    compiled = tg.compile(f)
+    x = tg.randn(2, 4)
+    outside = compiled(x)  # compiled here, outside autocast
+    with tg.autocast("cpu"):
+        inside = compiled(x)  # runs eagerly: autocast casts each operation
+        assert inside.dtype is f(x).dtype is tg.bfloat16
+        np.testing.assert_array_equal(inside.float().numpy(), f(x).float().numpy())
+    assert compiled(x).dtype is tg.float32
+    np.testing.assert_array_equal(compiled(x).numpy(), outside.numpy())

@@ -285,3 +285,16 @@ def test_an_outer_observer_still_sees_every_op():
             tg.ones(2) * 2.0
     assert [c.function.__name__ for c in calls] == ["Mul"]
     assert [r.key for r in prof.key_averages()] == ["Mul"]
+
+
+def test_tracing_inside_a_profile_works_and_the_profile_resumes_after_it():
+    linear = tg.nn.Linear(3, 2)
+    x = tg.randn(4, 3)
+    with profile(activities=CPU) as prof:
+        traced = tg.jit.trace(linear, (x,))
+        assert function.observer is not None  # the profile's observer is back
+        traced(x)
+        tg.ones(2) * 3.0
+    assert function.observer is None
+    assert traced(x).shape == (4, 2)
+    assert "Mul" in {r.key for r in prof.key_averages()}
