@@ -83,9 +83,11 @@ class MemPool:
     """A graph's private memory pool (``torch.cuda.graph_pool_handle()``'s handle).
 
     Buffers allocated while a graph is captured stay alive as long as the graph:
-    replays write into them. teachgrad's allocator never reuses freed device memory,
-    so sharing a pool between graphs (``pool=g1.pool()``) groups their memory but
-    saves none, unlike PyTorch's caching allocator.
+    its recorded launches hold their arrays, so the caching allocator
+    (``teachgrad/kernels/caching_allocator.py``) cannot hand those blocks to another
+    tensor while the graph lives. The pool here is a label: PyTorch's allocator also
+    lets graphs that share a pool (``pool=g1.pool()``) reuse each other's freed blocks,
+    and teachgrad's keeps no blocks apart per pool, so sharing one saves nothing here.
     """
 
     _ids = itertools.count(1)
