@@ -1,4 +1,4 @@
-"""Exercise 16.1's checker: the reference loop passes; loops that do not train by replaying
+"""Exercise 16.2's checker: the reference loop passes; loops that do not train by replaying
 a graph captured after a warm-up on a side stream are rejected, each with its reason."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Checker for exercise 16.1: a training loop that captures one step in a CUDA graph and
+"""Checker for exercise 16.2: a training loop that captures one step in a CUDA graph and
 replays it (warm-up on a side stream, static buffers, ``copy_`` new data in, replay, read
 the static loss).
 
@@ -101,7 +101,7 @@ def _compare(got, expected: list[float], model, reference) -> None:
 
 
 def check_train_with_graph(train_with_graph: Callable) -> Feedback:
-    """Exercise 16.1: ``train_with_graph(model, opt, loss_fn, batches, warmup)`` returns the
+    """Exercise 16.2: ``train_with_graph(model, opt, loss_fn, batches, warmup)`` returns the
     loss of every batch, trained by replaying one captured step."""
     rng = unseen_rng()
 
@@ -126,6 +126,6 @@ def check_train_with_graph(train_with_graph: Callable) -> Feedback:
                   int(rng.integers(2, 4)), int(rng.integers(3, 6)), int(rng.integers(2, 5)),
                   int(rng.integers(1, 3)), int(rng.integers(1, 4)), _penalised_mse,
                   int(rng.integers(100)))]
-    return check("16.1", tests, candidate=train_with_graph,
+    return check("16.2", tests, candidate=train_with_graph,
                  solved="your loop warms up on a side stream, captures one step and trains "
                         "by replaying it: no Python forward, no autograd after the capture.")
