@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from ..autograd import function
 from ..streams import blocking_launches, synchronize
 from ..kernels.caching_allocator import Block, allocator_for, block_of, current_device_index
-from .counters import _allocator as allocator_of
+from .counters import allocator_of
 
 #: The categories, in the order a stacked chart draws them (bottom first).
 CATEGORIES = ("parameters", "optimizer state", "gradients", "activations", "other")
