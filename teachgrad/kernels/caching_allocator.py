@@ -230,6 +230,11 @@ def allocator_for(device_index: int = 0) -> CachingAllocator:
     return allocator
 
 
+def all_allocators() -> list[CachingAllocator]:
+    """Every device's allocator made so far."""
+    return list(_allocators.values())
+
+
 def current_device_index() -> int:
     """The device new arrays go to. One device today; a per-device setting can answer here."""
     return 0
@@ -251,5 +256,5 @@ def block_of(device_array) -> Block | None:
     return array.block if array is not None else None
 
 
-__all__ = ["Block", "CachingAllocator", "ROUND_BYTES", "allocate", "allocator_for",
-           "block_of", "current_device_index", "rounded_size"]
+__all__ = ["Block", "CachingAllocator", "ROUND_BYTES", "all_allocators", "allocate",
+           "allocator_for", "block_of", "current_device_index", "rounded_size"]

@@ -1,11 +1,13 @@
-"""The counters behind ``tg.cuda.memory_allocated()`` and its family (see :mod:`teachgrad.memory`)."""
+"""The counters behind ``tg.cuda.memory_allocated()`` and its family (:mod:`teachgrad.memory`)."""
 from __future__ import annotations
 
 from .. import _cuda_setup
-from ..kernels.caching_allocator import CachingAllocator, allocator_for, current_device_index
+from ..kernels.caching_allocator import (
+    CachingAllocator, all_allocators, allocator_for, current_device_index,
+)
 
 
-def _allocator(device=None) -> CachingAllocator:
+def allocator_of(device=None) -> CachingAllocator:
     """The allocator of ``device``: None (the current device), an index, "cuda:N" or a Device."""
     if device is None:
         return allocator_for(current_device_index())
@@ -49,7 +51,7 @@ def memory_stats(device=None) -> dict[str, int]:
     device gave the allocator): ``.all.current``, ``.all.peak``, ``.all.allocated``
     (the running total) and ``.all.freed``.
     """
-    return _allocator(device).stats()
+    return allocator_of(device).stats()
 
 
 def memory_allocated(device=None) -> int:
@@ -73,20 +75,18 @@ def max_memory_reserved(device=None) -> int:
 
 def reset_peak_memory_stats(device=None) -> None:
     """Start every peak again from the current value (as ``torch.cuda`` does)."""
-    _allocator(device).reset_peak_stats()
+    allocator_of(device).reset_peak_stats()
 
 
 def empty_cache() -> None:
     """Give every cached free block back to the device (live tensors keep theirs)."""
-    from ..kernels.caching_allocator import _allocators
-
-    for allocator in list(_allocators.values()):
+    for allocator in all_allocators():
         allocator.empty_cache()
 
 
 def memory_summary(device=None, abbreviated: bool = False) -> str:
     """A table of the counters, like ``torch.cuda.memory_summary()`` (in fewer rows)."""
-    allocator = _allocator(device)
+    allocator = allocator_of(device)
     stats = allocator.stats()
     rows = [("Allocated memory", "allocated_bytes", True),
             ("Requested memory", "requested_bytes", True),

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from ..autograd import function
 from ..streams import blocking_launches, synchronize
 from ..kernels.caching_allocator import Block, allocator_for, block_of, current_device_index
-from .counters import _allocator as allocator_of
+from .counters import allocator_of
 
 #: The categories, in the order a stacked chart draws them (bottom first).
 CATEGORIES = ("parameters", "optimizer state", "gradients", "activations", "other")
@@ -104,11 +104,13 @@ class MemoryTimeline:
             raise TypeError(f"mark takes a label string, not {type(phase).__name__}")
         with self._lock:
             self.phase = phase
-            self._sample("mark")
+        self._sample("mark")
 
     def _sample(self, event: str, block: Block | None = None) -> None:
+        # The allocator's lock is taken (inside live_blocks) before this timeline's, never
+        # while holding it: a free on a stream's thread takes them in that order too.
+        live = allocator_for(self.device_index).live_blocks()
         with self._lock:
-            live = allocator_for(self.device_index).live_blocks()
             kinds = categorize(live, self.parameters, self.optimizers, list(self._nodes))
             totals = dict.fromkeys(CATEGORIES, 0)
             for b in live:

@@ -150,7 +150,8 @@ def checkpoint_sequential(functions: Any, segments: int, input: Tensor,
     if not isinstance(layers, (list, tuple)) or not all(callable(f) for f in layers):
         raise TypeError("checkpoint_sequential: functions must be an nn.Sequential or a list "
                         "of callables")
-    if isinstance(segments, bool) or not isinstance(segments, int) or not 1 <= segments <= len(layers):
+    if (isinstance(segments, bool) or not isinstance(segments, int)
+            or not 1 <= segments <= len(layers)):
         raise ValueError(f"checkpoint_sequential: segments must be an int from 1 to the "
                          f"number of functions ({len(layers)}), not {segments!r}")
     size = len(layers) // segments

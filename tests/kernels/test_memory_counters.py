@@ -32,7 +32,8 @@ def _settled():
 def test_allocated_grows_by_the_rounded_bytes_and_falls_when_the_tensor_dies(n, dtype, expected):
     before = tg.cuda.memory_allocated()
     x = tg.tensor(np.ones(n, dtype=dtype), device="cuda")
-    assert tg.cuda.memory_allocated() - before == expected == rounded_size(x.numel() * x.element_size())
+    grown = tg.cuda.memory_allocated() - before
+    assert grown == expected == rounded_size(x.numel() * x.element_size())
     del x
     assert tg.cuda.memory_allocated() == before
 

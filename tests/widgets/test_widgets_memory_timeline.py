@@ -98,3 +98,20 @@ def test_recording_refuses_a_bad_model_and_nesting():
     with tg.cuda.memory.memory_timeline() as timeline:
         with pytest.raises(TypeError, match="label"):
             timeline.mark(3)
+
+
+def test_recording_asynchronous_launches_sees_the_frees_when_the_kernels_have_run():
+    warnings.simplefilter("ignore")
+    x = tg.randn(64, 8, device="cuda", requires_grad=True)
+    gc.collect()
+    with tg.cuda.memory.memory_timeline(blocking=False) as timeline:
+        timeline.mark("forward")
+        loss = (x * 2.0).tanh().sum()
+        timeline.mark("backward")
+        loss.backward()
+    # leaving the block waited for the stream: every temporary is freed by then, and what
+    # is left is the input, its gradient and the loss
+    last = timeline.samples[-1]
+    assert last.by_category["activations"] == 0
+    assert last.total - timeline.samples[0].total == 2048 + 512  # x.grad and the loss
+    assert max(s.by_category["activations"] for s in timeline.samples) >= 2048

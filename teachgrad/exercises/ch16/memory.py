@@ -145,7 +145,8 @@ def check_recompute(Recompute: type) -> Feedback:
         _same_as_autograd(Recompute, 0, (4, 3), False, "a leaf x (4 x 3), a Linear-Tanh-Linear "
                                                       "block, float64"),
         _same_as_autograd(Recompute, 1, (2, 5), True, "x = 2 * leaf: x in the middle of a graph"),
-        _same_as_autograd(Recompute, seed, (3, 4), True, f"an unseen block and input (seed {seed})"),
+        _same_as_autograd(Recompute, seed, (3, 4), True,
+                          f"an unseen block and input (seed {seed})"),
         _holds_only_the_output_on_cuda(Recompute),
     ]
     return check("16.3", tests, candidate=Recompute,
