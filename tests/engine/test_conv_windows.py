@@ -230,3 +230,39 @@ def test_cuda_max_pool_and_batch_norm_agree_with_the_cpu_on_a_tiny_case():
         results.append((out.detach().cpu().numpy(), xb.grad.cpu().numpy()))
     for on_cpu, on_cuda in zip(*results):
         np.testing.assert_allclose(on_cuda, on_cpu, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, kernel, stride, padding, dilation", POOL_CASES)
+def test_compiled_window_loops_match_the_whole_array_path(monkeypatch, dtype, shape, kernel,
+                                                          stride, padding, dilation):
+    """On numpy float arrays, col2im and max-pooling run compiled loops
+    (``backends/window_loops.py``); every other backend runs the whole-array code. Both
+    give the same values and gradients: exactly where each pixel gets one contribution,
+    within rounding where overlapping windows add several in another order."""
+    import teachgrad.ops.conv as conv_ops
+
+    x = rng.integers(0, 3, shape).astype(dtype)  # ties
+    x[0, 0, 0, 0] = np.nan  # and a NaN window
+    weight = rng.standard_normal((3, shape[1]) + kernel).astype(dtype)
+    grad_pool = rng.standard_normal(x.shape[:2] + _out(
+        (0, 0, shape[2] + 2 * padding[0], shape[3] + 2 * padding[1]), kernel, stride, dilation))
+
+    def run(loops: bool):
+        monkeypatch.setattr(conv_ops, "_loops_take",
+                            conv_ops._loops_take if loops else (lambda array: False))
+        t = tg.tensor(x, requires_grad=True)
+        pooled = F.max_pool2d(t, kernel, stride, padding, dilation)
+        pooled.backward(tg.tensor(grad_pool.astype(dtype)))
+        u = tg.tensor(np.nan_to_num(x), requires_grad=True)
+        convolved = F.conv2d(u, tg.tensor(weight), None, stride, padding, dilation)
+        convolved.sum().backward()
+        return [a.detach().numpy() for a in (pooled, t.grad, convolved, u.grad)]
+
+    compiled, whole_array = run(True), run(False)
+    np.testing.assert_array_equal(compiled[0], whole_array[0])
+    np.testing.assert_array_equal(compiled[2], whole_array[2])
+    # the compiled backward gives each window's gradient to its winner only; the masks
+    # multiply every element (a NaN gradient would spread): same values for finite ones
+    np.testing.assert_allclose(compiled[1], whole_array[1], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(compiled[3], whole_array[3], rtol=1e-6, atol=1e-5)
