@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Context, Function
+from ..backends.compiled_loops import loops_take
 from ..backends.windows import element_slice
 from ..tensor import Tensor
 
@@ -97,7 +98,7 @@ class Im2Col(Function):
         backend, (kh, kw) = ctx.backend, ctx.kernel
         n, c = ctx.padded_shape[:2]
         per_element = backend.reshape(grad._array, (n, c, kh * kw) + ctx.out_size)
-        if _loops_take(per_element):
+        if loops_take(per_element):
             from ..backends import window_loops
             summed = np.zeros(ctx.padded_shape, per_element.dtype)
             window_loops.add_windows(np.ascontiguousarray(per_element), summed, kw,
@@ -126,7 +127,7 @@ class MaxPool2d(Function):
                 padding: tuple[Pair, Pair], pad_value: float):
         backend = ctx.backend
         padded = _padded(ctx, image, kernel, stride, dilation, padding, pad_value)
-        if _loops_take(padded):  # one compiled walk: the maximum and which element gave it
+        if loops_take(padded):  # one compiled walk: the maximum and which element gave it
             from ..backends import window_loops
             best = np.empty(image.shape[:2] + ctx.out_size, padded.dtype)
             ctx.winner = np.empty(best.shape, np.int32)
@@ -156,14 +157,6 @@ class MaxPool2d(Function):
         summed = backend.add_windows(pieces, ctx.padded_shape, ctx.kernel, ctx.stride, ctx.dilation)
         image_grad = _unpadded(ctx, summed)
         return Tensor._make(image_grad, backend, grad.device), None, None, None, None, None
-
-
-def _loops_take(array) -> bool:
-    """Whether the compiled window loops take ``array``: a numpy array of float32/64."""
-    return type(array) is np.ndarray and array.dtype in _LOOP_DTYPES
-
-
-_LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _element(ctx: Context, k: int) -> tuple:
