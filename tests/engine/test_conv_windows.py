@@ -33,7 +33,7 @@ WINDOW_CASES = [
 @pytest.fixture(params=["numpy", "numba"])
 def cpu_backend(request):
     previous = get_cpu_backend()
-    set_cpu_backend(request.param)
+    set_cpu_backend(request.param, wait=True)
     yield request.param
     set_cpu_backend(previous)
 
