@@ -78,7 +78,7 @@ def set_cpu_backend(name: str, wait: bool = False) -> None:
 
     _cpu_choice = name
     if name == "numba" and not numba_loading.ready():
-        numba_loading.start(_switch_to_choice)  # (it switches once numba is loaded)
+        numba_loading.start(lambda: backend_by_name("numba"), _switch_to_choice)  # (switches when loaded)
         if wait:
             numba_loading.wait()
         return

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Callable
+from typing import Any, Callable
 
 _MODULE = "teachgrad.backends.numba_cpu"
 _thread: threading.Thread | None = None
@@ -34,12 +34,13 @@ def ready() -> bool:
     return _MODULE in sys.modules
 
 
-def start(on_loaded: Callable[[], None]) -> None:
-    """Load the backend in a daemon thread (once per process), then call ``on_loaded``."""
+def start(make_backend: Callable[[], Any], on_loaded: Callable[[], None]) -> None:
+    """In a daemon thread (once per process): make the backend with ``make_backend``,
+    run one operation through it, then call ``on_loaded``."""
     global _thread
     if _thread is None:
-        _thread = threading.Thread(target=_load, args=(on_loaded,), name="teachgrad-numba-loader",
-                                   daemon=True)
+        _thread = threading.Thread(target=_load, args=(make_backend, on_loaded),
+                                   name="teachgrad-numba-loader", daemon=True)
         _thread.start()
 
 
@@ -54,10 +55,10 @@ def wait(timeout: float | None = None) -> bool:
     return ready()
 
 
-def _load(on_loaded: Callable[[], None]) -> None:
+def _load(make_backend: Callable[[], Any], on_loaded: Callable[[], None]) -> None:
     global _failure
     try:
-        _warm_up()
+        _warm_up(make_backend())
     except BaseException as error:  # (kept for wait() to raise in the caller's thread)
         _failure = error
         return
@@ -65,12 +66,10 @@ def _load(on_loaded: Callable[[], None]) -> None:
     on_loaded()
 
 
-def _warm_up() -> None:
-    """Import the backend and run one operation through it: numba's own first-use
-    set-up happens then, whichever loop runs first. (Each further kind of operation
-    loads its own loop the first time it runs, a few milliseconds from the cache.)"""
+def _warm_up(backend: Any) -> None:
+    """One operation through the new backend: numba's own first-use set-up happens then,
+    whichever loop runs first. (Each further kind of operation loads its own loop the
+    first time it runs, a few milliseconds from the cache.)"""
     import numpy as np
 
-    from . import backend_by_name
-
-    backend_by_name("numba").binary("mul", np.ones(4, np.float32), 2.0)
+    backend.binary("mul", np.ones(4, np.float32), 2.0)
