@@ -127,7 +127,9 @@ class MaxPool2d(Function):
                 padding: tuple[Pair, Pair], pad_value: float):
         backend = ctx.backend
         padded = _padded(ctx, image, kernel, stride, dilation, padding, pad_value)
-        if loops_take(padded):  # one compiled walk: the maximum and which element gave it
+        if ctx._recording and loops_take(padded):
+            # one compiled walk: the maximum and which element gave it (without a
+            # backward to feed, the slices below are faster: numpy's maximum is vectorised)
             from ..backends import window_loops
             best = np.empty(image.shape[:2] + ctx.out_size, padded.dtype)
             ctx.winner = np.empty(best.shape, np.int32)
