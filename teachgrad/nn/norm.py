@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import teachgrad as tg
 from teachgrad.autograd.cast_points import cast_point
-from teachgrad.ops.batch_norm import BatchNormTraining
+from teachgrad.ops.batch_norm import BatchNormTraining, batch_statistics
 from teachgrad.ops.normalization import LayerNorm as LayerNormFunction
 from teachgrad.tensor import Tensor
 
@@ -81,13 +81,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                          "training=False. Fix: pass them, or training=True.")
     if training:
         _check_batch(input)
-    axes = (0, *range(2, input.ndim))  # every dimension but the channels
     per_channel = (1, channels) + (1,) * (input.ndim - 2)  # broadcasts against the input
     if training:
         with tg.no_grad():  # (BatchNormTraining's backward differentiates through these)
-            mean = input.mean(dim=axes, keepdim=True)
-            centered = input - mean  # (squared by a product: a power is many times slower)
-            var = (centered * centered).mean(dim=axes, keepdim=True)  # biased, for normalising
+            mean, centered, var = batch_statistics(input)  # (var: biased, for normalising)
         if running_mean is not None and running_var is not None:
             count = input.numel() // channels
             with tg.no_grad():

@@ -11,10 +11,18 @@ strided slice of the padded image (:mod:`teachgrad.backends.windows`). So the
 columns are read through strided views (no table of positions on the CPU), the
 backward ("col2im") adds the gradient back one slice per window element, and
 max-pooling needs no columns at all: the largest of ``kh * kw`` slices.
+
+On numpy arrays of floats, col2im and max-pooling run compiled loops instead
+(:mod:`teachgrad.backends.window_loops`: the same values, one walk over each
+image where the slices take one numpy call per window element, each in short
+rows); the whole-array code stays every other backend's path.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd.function import Context, Function
+from ..backends.compiled_loops import loops_take
 from ..backends.windows import element_slice
 from ..tensor import Tensor
 
@@ -90,9 +98,16 @@ class Im2Col(Function):
         backend, (kh, kw) = ctx.backend, ctx.kernel
         n, c = ctx.padded_shape[:2]
         per_element = backend.reshape(grad._array, (n, c, kh * kw) + ctx.out_size)
-        pieces = [backend.getitem(per_element, (slice(None), slice(None), k))
-                  for k in range(kh * kw)]
-        summed = backend.add_windows(pieces, ctx.padded_shape, ctx.kernel, ctx.stride, ctx.dilation)
+        if loops_take(per_element):
+            from ..backends import window_loops
+            summed = np.zeros(ctx.padded_shape, per_element.dtype)
+            window_loops.add_windows(np.ascontiguousarray(per_element), summed, kw,
+                                     *ctx.stride, *ctx.dilation)
+        else:
+            pieces = [backend.getitem(per_element, (slice(None), slice(None), k))
+                      for k in range(kh * kw)]
+            summed = backend.add_windows(pieces, ctx.padded_shape, ctx.kernel, ctx.stride,
+                                         ctx.dilation)
         image_grad = _unpadded(ctx, summed)
         return Tensor._make(image_grad, backend, grad.device), None, None, None, None, None
 
@@ -112,6 +127,14 @@ class MaxPool2d(Function):
                 padding: tuple[Pair, Pair], pad_value: float):
         backend = ctx.backend
         padded = _padded(ctx, image, kernel, stride, dilation, padding, pad_value)
+        if ctx._recording and loops_take(padded):
+            # one compiled walk: the maximum and which element gave it (without a
+            # backward to feed, the slices below are faster: numpy's maximum is vectorised)
+            from ..backends import window_loops
+            best = np.empty(image.shape[:2] + ctx.out_size, padded.dtype)
+            ctx.winner = np.empty(best.shape, np.int32)
+            window_loops.max_windows(padded, *kernel, *stride, *dilation, best, ctx.winner)
+            return best
         # the elementwise maximum of the slices: kh*kw passes over output-sized arrays,
         # where the maximum of im2col's columns would first copy kh*kw outputs' worth
         elements = [backend.getitem(padded, _element(ctx, k)) for k in range(kernel[0] * kernel[1])]
@@ -125,6 +148,12 @@ class MaxPool2d(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         backend = ctx.backend
+        if hasattr(ctx, "winner"):  # (the compiled forward's: one element index per window)
+            from ..backends import window_loops
+            summed = np.zeros(ctx.padded_shape, grad._array.dtype)
+            window_loops.add_max_gradients(np.ascontiguousarray(grad._array), ctx.winner, summed,
+                                           ctx.kernel[1], *ctx.stride, *ctx.dilation)
+            return Tensor._make(_unpadded(ctx, summed), backend, grad.device), None, None, None, None, None
         # window element k of every window gets the gradient where it won (a bool mask: 0 or 1)
         pieces = [backend.binary("mul", grad._array, won) for won in ctx.winners]
         summed = backend.add_windows(pieces, ctx.padded_shape, ctx.kernel, ctx.stride, ctx.dilation)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd.function import Context, Function
+from ..backends.compiled_loops import loops_take
 from ..tensor import Tensor
 
 
@@ -115,7 +116,7 @@ def gates_forward(bk: Any, a: Any, c: Any) -> tuple[Any, Any]:
     """
     squashed = bk.unary("tanh", bk.binary("mul", a, 0.5))
     g = bk.unary("tanh", bk.getitem(a, (slice(None), 2)))
-    if _one_pass_takes(squashed, g, c):
+    if loops_take(squashed, g, c):
         from ..backends import pointwise_loops
         gates, c_new = np.empty_like(squashed), np.empty_like(c)
         one = squashed.dtype.type(1)
@@ -137,7 +138,7 @@ def gates_backward(bk: Any, gates: Any, c_before: Any, tanh_c: Any, dh: Any,
     arithmetic): the twenty-odd whole-array operations below cost more in calls than in
     arithmetic at these sizes.
     """
-    if _one_pass_takes(gates, c_before, tanh_c, dh, dc):
+    if loops_take(gates, c_before, tanh_c, dh, dc):
         from ..backends import pointwise_loops
         grad_a, dc_before = np.empty_like(gates), np.empty_like(dc)
         pointwise_loops.lstm_gates_backward(gates, c_before, tanh_c, dh, dc, gates.dtype.type(1),
@@ -155,16 +156,6 @@ def gates_backward(bk: Any, gates: Any, c_before: Any, tanh_c: Any, dh: Any,
                        bk.binary("sub", 1.0, gates))
     grad_a = bk.binary("mul", bk.binary("mul", incoming, partners), slopes)
     return grad_a, bk.binary("mul", dc, f)  # c reaches the step before through f
-
-
-def _one_pass_takes(*arrays: Any) -> bool:
-    """Whether the compiled loop takes these: numpy arrays of one float dtype."""
-    dtype = arrays[0].dtype if type(arrays[0]) is np.ndarray else None
-    return dtype in _LOOP_DTYPES and all(type(a) is np.ndarray and a.dtype == dtype
-                                         for a in arrays)
-
-
-_LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _tanh_shift(bk: Any, dtype: Any) -> Any:

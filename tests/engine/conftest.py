@@ -12,6 +12,6 @@ def device(request):
     again afterwards). A module with a ``device`` fixture of its own uses that one instead."""
     previous = get_cpu_backend()
     if request.param == "numba":
-        set_cpu_backend("numba")
+        set_cpu_backend("numba", wait=True)
     yield "cuda" if request.param == "cuda" else "cpu"
     set_cpu_backend(previous)

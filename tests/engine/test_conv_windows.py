@@ -33,7 +33,7 @@ WINDOW_CASES = [
 @pytest.fixture(params=["numpy", "numba"])
 def cpu_backend(request):
     previous = get_cpu_backend()
-    set_cpu_backend(request.param)
+    set_cpu_backend(request.param, wait=True)
     yield request.param
     set_cpu_backend(previous)
 
@@ -230,3 +230,74 @@ def test_cuda_max_pool_and_batch_norm_agree_with_the_cpu_on_a_tiny_case():
         results.append((out.detach().cpu().numpy(), xb.grad.cpu().numpy()))
     for on_cpu, on_cuda in zip(*results):
         np.testing.assert_allclose(on_cuda, on_cpu, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, kernel, stride, padding, dilation", POOL_CASES)
+def test_compiled_window_loops_match_the_whole_array_path(monkeypatch, dtype, shape, kernel,
+                                                          stride, padding, dilation):
+    """On numpy float arrays, col2im and max-pooling run compiled loops
+    (``backends/window_loops.py``); every other backend runs the whole-array code. Both
+    give the same values and gradients: exactly where each pixel gets one contribution,
+    within rounding where overlapping windows add several in another order."""
+    import teachgrad.ops.conv as conv_ops
+    from teachgrad.backends.compiled_loops import loops_take
+
+    x = rng.integers(0, 3, shape).astype(dtype)  # ties
+    x[0, 0, 0, 0] = np.nan  # and a NaN window
+    weight = rng.standard_normal((3, shape[1]) + kernel).astype(dtype)
+    grad_pool = rng.standard_normal(x.shape[:2] + _out(
+        (0, 0, shape[2] + 2 * padding[0], shape[3] + 2 * padding[1]), kernel, stride, dilation))
+
+    def run(loops: bool):
+        monkeypatch.setattr(conv_ops, "loops_take", loops_take if loops else (lambda *arrays: False))
+        t = tg.tensor(x, requires_grad=True)
+        pooled = F.max_pool2d(t, kernel, stride, padding, dilation)
+        pooled.backward(tg.tensor(grad_pool.astype(dtype)))
+        u = tg.tensor(np.nan_to_num(x), requires_grad=True)
+        convolved = F.conv2d(u, tg.tensor(weight), None, stride, padding, dilation)
+        convolved.sum().backward()
+        return [a.detach().numpy() for a in (pooled, t.grad, convolved, u.grad)]
+
+    compiled, whole_array = run(True), run(False)
+    np.testing.assert_array_equal(compiled[0], whole_array[0])
+    np.testing.assert_array_equal(compiled[2], whole_array[2])
+    # the compiled backward gives each window's gradient to its winner only; the masks
+    # multiply every element (a NaN gradient would spread): same values for finite ones
+    np.testing.assert_allclose(compiled[1], whole_array[1], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(compiled[3], whole_array[3], rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, affine", [((4, 3, 5, 6), True), ((4, 3, 5, 6), False),
+                                           ((6, 5), True), ((3, 4, 7), True)])
+def test_compiled_batch_norm_matches_the_whole_array_path(monkeypatch, dtype, shape, affine):
+    """On numpy float arrays batch norm's passes are compiled loops
+    (``backends/batch_norm_loops.py``, float64 sums); elsewhere whole-array operations.
+    Output, running statistics and the three gradients agree within rounding."""
+    import teachgrad.nn as nn
+    import teachgrad.ops.batch_norm as batch_norm_ops
+    from teachgrad.backends.compiled_loops import loops_take
+
+    x = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
+    grad = rng.standard_normal(shape).astype(dtype)
+    weight, bias = rng.uniform(0.5, 2, shape[1]), rng.uniform(-1, 1, shape[1])
+
+    def run(loops: bool):
+        monkeypatch.setattr(batch_norm_ops, "loops_take",
+                            loops_take if loops else (lambda *arrays: False))
+        layer = (nn.BatchNorm1d if len(shape) < 4 else nn.BatchNorm2d)(shape[1], affine=affine)
+        if affine:
+            with tg.no_grad():
+                layer.weight.copy_(tg.tensor(weight.astype(np.float32)))
+                layer.bias.copy_(tg.tensor(bias.astype(np.float32)))
+        layer.to(tg.float64 if dtype == np.float64 else tg.float32)
+        t = tg.tensor(x, requires_grad=True)
+        layer(t).backward(tg.tensor(grad))
+        got = [layer(t).detach().numpy(), t.grad.numpy(), layer.running_mean.numpy(),
+               layer.running_var.numpy()]
+        return got + ([layer.weight.grad.numpy(), layer.bias.grad.numpy()] if affine else [])
+
+    tolerance = 2e-5 if dtype == np.float32 else 1e-12
+    for compiled, whole_array in zip(run(True), run(False)):
+        np.testing.assert_allclose(compiled, whole_array, rtol=tolerance, atol=tolerance)

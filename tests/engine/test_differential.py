@@ -67,7 +67,7 @@ def _same(what: str, got: np.ndarray, want: np.ndarray) -> None:
 @pytest.mark.parametrize("device, name", PARAMS)
 def test_matches_pytorch(device, name, on_device):
     if device == "numba":
-        set_cpu_backend("numba")
+        set_cpu_backend("numba", wait=True)
     case = _with_recorded_inputs(CASES[name])
     expected = INDEX[name]
     result = run_case(Ctx(tg, "cuda" if device == "cuda" else "cpu"), case,

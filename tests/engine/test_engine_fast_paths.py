@@ -255,7 +255,7 @@ def test_which_nodes_run_their_formula_on_arrays():
     assert not x.sum().grad_fn.on_arrays  # its formula uses tensor methods (expand)
     # inputs of two dtypes: numpy would promote where tensors do not, so tensors it is
     assert not Mul.apply(x, tg.ones(3, dtype=tg.float64)).grad_fn.on_arrays
-    set_cpu_backend("numba")  # numpy arrays too, but its arithmetic is its own loops
+    set_cpu_backend("numba", wait=True)  # numpy arrays too, but its arithmetic is its own loops
     try:
         assert not (tg.randn(3, requires_grad=True) * 2).grad_fn.on_arrays
     finally:

@@ -30,7 +30,7 @@ def restore_cpu_backend():
 def on(device: str) -> str:
     """The tensor device for a test's device name ("numba": cpu, with the numba backend on)."""
     if device == "numba":
-        set_cpu_backend("numba")
+        set_cpu_backend("numba", wait=True)
     return "cuda" if device == "cuda" else "cpu"
 
 

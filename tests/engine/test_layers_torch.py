@@ -25,7 +25,7 @@ def device(request):
     if name != "cpu-numba":
         yield name
         return
-    tg.backends.set_cpu_backend("numba")
+    tg.backends.set_cpu_backend("numba", wait=True)
     try:
         yield "cpu"
     finally:

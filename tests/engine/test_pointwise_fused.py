@@ -161,7 +161,7 @@ def where_(request):
     """(device, cpu backend) for each backend that runs these operations."""
     from teachgrad.backends import set_cpu_backend
     if request.param == "numba":
-        set_cpu_backend("numba")
+        set_cpu_backend("numba", wait=True)
         yield "cpu"
         set_cpu_backend("numpy")
     else:
@@ -275,7 +275,7 @@ def test_large_updates_take_the_one_pass_loop_and_small_ones_do_not(monkeypatch)
         tg.ones(n, dtype=tg.float64).addcmul_(tg.ones(n, dtype=tg.float64), tg.ones(n, dtype=tg.float64))
     assert calls == ["addcmul"]
     # the numba backend uses the loops at every size; integer and strided arrays never
-    tg.backends.set_cpu_backend("numba")
+    tg.backends.set_cpu_backend("numba", wait=True)
     try:
         calls.clear()
         tg.ones(3).addcmul_(tg.ones(3), tg.ones(3))

@@ -246,7 +246,7 @@ def test_small_and_large_matmuls_agree_with_numpy(n):
 # -- the whole engine on the numba backend ------------------------------------------------
 
 def _mlp_grads(backend: str) -> dict[str, np.ndarray]:
-    tg.backends.set_cpu_backend(backend)
+    tg.backends.set_cpu_backend(backend, wait=True)
     try:
         tg.manual_seed(0)
         model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 8), nn.Tanh(), nn.Linear(8, 3))

@@ -1,0 +1,89 @@
+"""Compiled loops over the sliding windows of an image, for numpy arrays on the CPU.
+
+The whole-array formulations (:mod:`teachgrad.ops.conv`, :meth:`Backend.add_windows`)
+take one numpy call per window element, and each call walks the image in short
+rows: 16 values per row for a 16-wide output, so numpy pays its per-row cost tens
+of thousands of times per call. The loops below walk each image once, in the same
+order of additions as the whole-array code, so they give the same bits (the tests
+hold the two equal):
+
+* :func:`add_windows`: col2im, the convolution's way back from its columns: each
+  window element's gradient added to the pixel it was read from;
+* :func:`max_windows`: max-pooling's forward, the largest value of each window and
+  which element it was (PyTorch's rule: the first largest; in a window with NaN, the
+  last NaN), kept as one small integer per window rather than a mask per element;
+* :func:`add_max_gradients`: max-pooling's backward, each window's gradient added
+  to the element that won.
+
+numba compiles each loop once per dtype (``cache=True`` keeps the machine code on
+disk). Windows are ``kh x kw`` elements ``dilation`` apart, ``stride`` apart from one
+another, read from an ``(N, C, Hp, Wp)`` padded image: window ``(p, q)``'s element
+``(i, j)`` is pixel ``(p * sh + i * dh, q * sw + j * dw)``.
+"""
+from __future__ import annotations
+
+from numba import njit
+
+_OPTIONS = dict(cache=True, error_model="numpy")
+
+
+@njit(**_OPTIONS)
+def add_windows(per_element, summed, kw, sh, sw, dh, dw):
+    """``summed[n, c, p*sh + i*dh, q*sw + j*dw] += per_element[n, c, i*kw + j, p, q]`` for
+    every window element, window by window element as :meth:`Backend.add_windows` adds.
+
+    ``per_element`` is ``(N, C, kh*kw, out_h, out_w)``; ``summed`` (zeros) the padded image.
+    """
+    n, c, elements, out_h, out_w = per_element.shape
+    for image in range(n):
+        for channel in range(c):
+            for k in range(elements):
+                i, j = k // kw, k % kw
+                for p in range(out_h):
+                    row = summed[image, channel, p * sh + i * dh]
+                    values = per_element[image, channel, k, p]
+                    for q in range(out_w):
+                        row[q * sw + j * dw] += values[q]
+
+
+@njit(**_OPTIONS)
+def max_windows(padded, kh, kw, sh, sw, dh, dw, best, winner):
+    """For every window, its largest value into ``best`` and the element that gave it
+    (``i * kw + j``) into ``winner``, both ``(N, C, out_h, out_w)``.
+
+    A later element wins only if it is larger (so ties go to the first) or NaN (so
+    NaN wins, and the last NaN of the window): PyTorch's CPU kernel's comparison.
+    """
+    n, c, out_h, out_w = best.shape
+    for image in range(n):
+        for channel in range(c):
+            plane = padded[image, channel]
+            for p in range(out_h):
+                for q in range(out_w):
+                    top, left = p * sh, q * sw
+                    largest, where = plane[top, left], 0
+                    for i in range(kh):
+                        for j in range(kw):
+                            value = plane[top + i * dh, left + j * dw]
+                            # (value != value: NaN.) Selects, not branches: which
+                            # element wins is data, and a mispredicted branch per
+                            # element would cost more than the comparisons
+                            wins = (value > largest) | (value != value)
+                            largest = value if wins else largest
+                            where = i * kw + j if wins else where
+                    best[image, channel, p, q] = largest
+                    winner[image, channel, p, q] = where
+
+
+@njit(**_OPTIONS)
+def add_max_gradients(grad, winner, summed, kw, sh, sw, dh, dw):
+    """Each window's gradient added to the element that won it (``winner`` from
+    :func:`max_windows`): ``summed`` (zeros, the padded image's shape) collects them."""
+    n, c, out_h, out_w = grad.shape
+    for image in range(n):
+        for channel in range(c):
+            plane = summed[image, channel]
+            for p in range(out_h):
+                for q in range(out_w):
+                    k = winner[image, channel, p, q]
+                    plane[p * sh + (k // kw) * dh, q * sw + (k % kw) * dw] += grad[image, channel, p, q]
