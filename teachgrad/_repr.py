@@ -118,7 +118,7 @@ def tensor_repr(t: "Tensor", name: str = "tensor") -> str:
     values = t.detach()._host()
     suffixes = []
     if t.device.type != "cpu":
-        suffixes.append(f"device='{t.device.type}:0'")
+        suffixes.append(f"device='{t.device}'")
     if values.size == 0:
         body = "[]"
         if t.ndim != 1:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable
 
+from .. import cuda_devices
 from ..backends import get_backend
 from ..device import CPU, Device, mismatch_error
 from . import grad_mode
@@ -350,6 +351,9 @@ class Function(metaclass=_FunctionMeta):
         if device is None:  # no tensor arguments at all
             device = CPU
             backend = get_backend(device.type)
+        elif device.index is not None and device.index != cuda_devices.current_index():
+            with cuda_devices.using(device.index):  # the device guard: run on the tensors' device
+                return cls._apply(*args, **kwargs)
         ctx = Context()
         ctx.needs_input_grad = needs = tuple(needs)
         ctx.backend = backend
@@ -391,6 +395,9 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     ``_apply`` does, straight through, without its general loop.
     """
     backend, device = like._backend, like.device
+    if device.index is not None and device.index != cuda_devices.current_index():
+        with cuda_devices.using(device.index):  # the device guard, as in _apply
+            return apply_plain(cls, args, like)
     ctx = _new_object(Context)
     ctx.backend = backend
     ctx.device = device
