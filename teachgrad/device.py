@@ -36,6 +36,8 @@ class Device:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
+            if ":" not in other:  # t.device == "cuda": any cuda device (PyTorch says False)
+                return self.type == Device(other).type
             other = Device(other)
         if not isinstance(other, Device):
             return NotImplemented

@@ -35,9 +35,10 @@ from .sparse import Embedding
 from .recurrent import GRU, LSTM, RNN, RNNBase
 from .recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from . import parallel  # noqa: E402  (DistributedDataParallel; MPI loads only when used)
+from .parallel import DataParallel  # noqa: E402
 
 __all__ = [
-    "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
+    "Module", "Parameter", "DataParallel", "Sequential", "ModuleList", "ModuleDict",
     "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten", "Dropout", "Dropout2d", "Identity",
     "GELU", "SiLU", "LeakyReLU", "ELU", "Softplus",
     "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "GroupNorm",
