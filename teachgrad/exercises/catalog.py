@@ -117,6 +117,7 @@ _EXERCISES = (
     _e("15.1", "explain", "weights from Keras", "ch15.check_from_keras"),
     _e("15.2", "explain", "read the file", "ch15.check_describe_onnx"),
     _e("15.3", "explain", "export and serve a model", "ch15.check_export_and_serve"),
+    _e("16.4", "build", "DataParallel's scatter and gather", "ch16.check_scatter_gather"),
 )
 
 
