@@ -52,31 +52,27 @@ def make_model(seed: int = 0) -> tg.nn.Module:
                             tg.nn.Linear(HIDDEN, CLASSES))
 
 
-def one_device() -> Callable[[Any, Any], float]:
-    model = make_model().to("cuda:0")
+def sgd_step(model: tg.nn.Module, forward: Callable) -> Callable[[Any, Any], Any]:
+    """One SGD step of ``model``'s parameters, computing the output with ``forward``."""
     opt = tg.optim.SGD(model.parameters(), lr=0.01)
 
     def step(x, y):
         opt.zero_grad()
-        loss = ((model(x) - y) ** 2).mean()
+        loss = ((forward(x) - y) ** 2).mean()
         loss.backward()
         opt.step()
         return loss
     return step
 
 
-def data_parallel() -> Callable[[Any, Any], float]:
+def one_device() -> Callable[[Any, Any], Any]:
     model = make_model().to("cuda:0")
-    dp = tg.nn.DataParallel(model, device_ids=[0, 1])
-    opt = tg.optim.SGD(model.parameters(), lr=0.01)
+    return sgd_step(model, model)
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = ((dp(x) - y) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss
-    return step
+
+def data_parallel() -> Callable[[Any, Any], Any]:
+    model = make_model().to("cuda:0")
+    return sgd_step(model, tg.nn.DataParallel(model, device_ids=[0, 1]))
 
 
 def ddp_pattern() -> Callable[[Any, Any], float]:

@@ -22,7 +22,7 @@ class Device:
                 "(numba.cuda kernels, on a GPU or in the CUDA simulator)"
             )
         if idx:
-            if not idx.isdigit():
+            if not (idx.isascii() and idx.isdigit()):
                 raise RuntimeError(f"invalid device {spec!r}: the index after ':' must be a "
                                    "number >= 0, as in 'cuda:1'")
             index = int(idx)
@@ -58,6 +58,17 @@ class Device:
 
 
 CPU = Device("cpu")
+
+
+def is_device_name(text: object) -> bool:
+    """Whether ``text`` is what ``str(device)`` can be: ``cpu``, ``cuda`` or ``cuda:N``
+    (for checking files: says nothing about whether device N exists here)."""
+    if not isinstance(text, str):
+        return False
+    kind, colon, index = text.partition(":")
+    if not colon:
+        return kind in ("cpu", "cuda")
+    return kind == "cuda" and index.isascii() and index.isdigit() and len(index) <= 4
 
 
 def mismatch_error(first: Device, second: Device, op: str) -> RuntimeError:

@@ -122,3 +122,26 @@ def test_the_timeline_draws_one_lane_per_device_and_stream():
     lanes = Timeline(rec).lanes
     assert lanes[0] == "host"
     assert [lane.split()[0] for lane in lanes[1:]] == ["cuda:0", "cuda:1"]
+
+
+def test_a_tensor_saved_from_cuda_1_loads_back_there_or_where_map_location_says():
+    import io
+
+    t = tg.tensor([1.0, 2.0], device="cuda:1")
+    buffer = io.BytesIO()
+    tg.save({"t": t}, buffer)
+    buffer.seek(0)
+    back = tg.load(buffer)["t"]
+    assert back.device == tg.device("cuda:1") and back.tolist() == [1.0, 2.0]
+    buffer.seek(0)
+    assert tg.load(buffer, map_location="cpu")["t"].device == tg.device("cpu")
+
+
+@pytest.mark.parametrize("text, ok", [("cpu", True), ("cuda", True), ("cuda:0", True),
+                                      ("cuda:12", True), ("cuda:", False), ("cuda:-1", False),
+                                      ("cuda:1.5", False), ("cpu:0", False), ("gpu", False),
+                                      ("cuda:١", False), (3, False)])
+def test_device_names_in_files_are_checked_by_form(text, ok):
+    from teachgrad.device import is_device_name
+
+    assert is_device_name(text) is ok
