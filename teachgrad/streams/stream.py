@@ -13,6 +13,10 @@ not stop the host. The stream remembers the failure, skips the work queued
 after it (its inputs may be garbage), and the next call that waits for the
 stream raises :class:`KernelError` naming the op and where it was enqueued.
 
+Every stream belongs to one ``cuda`` device (``cuda:N``; see ``teachgrad.cuda_devices``):
+each device has its own default stream and, per host thread, its own current stream, so
+the host can queue work on two devices and wait for one (``synchronize(device)``).
+
 ``TEACHGRAD_LAUNCH_BLOCKING=1`` (or :func:`set_launch_blocking`) makes every
 launch wait until its kernel has run, like ``CUDA_LAUNCH_BLOCKING=1``: slower,
 but an error then points at the very launch that failed.
