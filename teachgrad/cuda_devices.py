@@ -164,13 +164,13 @@ def on_tensors_device(fn: Callable) -> Callable:
     """
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        for a in args:
-            index = getattr(getattr(a, "device", None), "index", None)
-            if type(index) is int:  # (a cuda device; cpu's index is None)
+        index = None
+        for a in args:  # the first argument that has a device (a tensor) decides
+            device = getattr(a, "device", None)
+            if device is not None:
+                index = getattr(device, "index", None)
                 break
-        else:
-            index = None
-        if index is None or index == _current.index:
+        if type(index) is not int or index == _current.index:  # (cpu: None)
             return fn(*args, **kwargs)
         with using(index):
             return fn(*args, **kwargs)
