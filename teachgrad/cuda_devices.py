@@ -40,6 +40,8 @@ class _Current(threading.local):
 _current = _Current()
 _simulated_count: int | None = None  # fixed by the first stream (see streams.stream)
 _count_fixed = False
+#: ``teachgrad.device.as_device``'s one Device object per checked index (tensors share it)
+checked_devices: dict = {}
 
 
 def _env_count() -> int:
@@ -79,9 +81,7 @@ def set_simulated_device_count(n: int) -> None:
                            f"{device_count()} devices in use. Fix: call it before the first "
                            "cuda tensor or stream, or set TEACHGRAD_CUDA_DEVICES before starting")
     _simulated_count = n
-    from .device import _cuda_by_index
-
-    _cuda_by_index.clear()  # (indexes checked against the old count)
+    checked_devices.clear()  # (indexes checked against the old count)
 
 
 def fix_count() -> None:

@@ -103,9 +103,7 @@ def as_device(d: "str | Device | int | None") -> Device:
     from . import cuda_devices
 
     index = cuda_devices.current_index() if device.index is None else device.index
-    if index not in _cuda_by_index:
-        _cuda_by_index[index] = Device("cuda", cuda_devices.check_index(index))
-    return _cuda_by_index[index]
-
-
-_cuda_by_index: dict[int, Device] = {}  # (one object per checked index: tensors share it)
+    checked = cuda_devices.checked_devices
+    if index not in checked:
+        checked[index] = Device("cuda", cuda_devices.check_index(index))
+    return checked[index]

@@ -116,7 +116,7 @@ def test_device_mismatch_names_both_devices():
         gpu @ tg.ones(2, 2)
     with raises(RuntimeError, "found at least two devices, cuda:0 and cpu (in cat)"):
         tg.cat([gpu, cpu])
-    with raises(RuntimeError, "indices are on cuda but the tensor is on cpu"):
+    with raises(RuntimeError, "indices are on cuda:0 but the tensor is on cpu"):
         cpu[tg.tensor([0], device="cuda")]
 
 
