@@ -145,3 +145,13 @@ def test_device_names_in_files_are_checked_by_form(text, ok):
     from teachgrad.device import is_device_name
 
     assert is_device_name(text) is ok
+
+
+def test_a_compiled_function_runs_on_its_inputs_device_and_recompiles_for_another():
+    compiled = tg.compile(lambda x: (x * 2).relu() + 1)
+    on_0 = compiled(tg.tensor([-1.0, 2.0], device="cuda:0"))
+    on_1 = compiled(tg.tensor([-1.0, 2.0], device="cuda:1"))
+    assert (on_0.device, on_1.device) == (tg.device("cuda:0"), tg.device("cuda:1"))
+    assert on_0.tolist() == on_1.tolist() == [1.0, 5.0]
+    assert compiled.compiles == 2  # the device index is part of the input signature
+    assert (on_1 + tg.ones(2, device="cuda:1")).tolist() == [2.0, 6.0]
