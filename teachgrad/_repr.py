@@ -120,7 +120,7 @@ def tensor_repr(t: "Tensor", name: str = "tensor") -> str:
         values = values.astype(np.float32)
     suffixes = []
     if t.device.type != "cpu":
-        suffixes.append(f"device='{t.device.type}:0'")
+        suffixes.append(f"device='{t.device}'")
     if values.size == 0:
         body = "[]"
         if t.ndim != 1:

@@ -8,6 +8,7 @@ import numpy as np
 from . import dtypes
 from . import random as _random
 from .backends import get_backend
+from .cuda_devices import using
 from .device import as_device
 from .tensor import Tensor, tensor
 from .tensor_data import check_flag as _check_flag
@@ -33,7 +34,8 @@ def _finish(array: Any, device: Any, requires_grad: bool, on_host: bool = True) 
     dev = as_device(device)
     backend = get_backend(dev.type)
     if on_host:
-        array = backend.from_numpy(array)
+        with using(dev.index):  # the copy goes to that device's stream
+            array = backend.from_numpy(array)
     t = Tensor._make(array, backend, dev)
     return t.requires_grad_(True) if requires_grad else t
 
@@ -51,8 +53,9 @@ def full(size: Any, fill_value: float, *, dtype: Any = None, device: Any = None,
             dtypes.int64 if isinstance(fill_value, int) else dtypes.get_default_dtype())
     dt = dtypes.get_dtype(dtype)
     dev = as_device(device)
-    array = get_backend(dev.type).full(_shape(size if isinstance(size, tuple) else (size,)),
-                                       fill_value, dt.numpy)
+    with using(dev.index):  # the fill kernel runs on that device
+        array = get_backend(dev.type).full(_shape(size if isinstance(size, tuple) else (size,)),
+                                           fill_value, dt.numpy)
     return _finish(array, dev, requires_grad, on_host=False)
 
 

@@ -18,12 +18,13 @@ The choice between GPU and simulator is made when teachgrad is imported (see
 """
 from __future__ import annotations
 
-from . import _cuda_setup
+from . import _cuda_setup, cuda_devices
 
 # numba is imported on first use, so that ``import teachgrad`` stays quick.
 
 __all__ = [
     "is_available", "is_simulated", "get_device_name", "device_count", "synchronize",
+    "current_device", "set_device", "device", "set_simulated_device_count",
     "describe", "transfer_stats", "reset_transfer_stats", "get_device_limits",
     "set_matmul_kernel", "get_matmul_kernel",
 ]
@@ -56,22 +57,59 @@ def get_device_name(device: int = 0) -> str:
 
 
 def device_count() -> int:
-    """Number of devices ``cuda`` can use (the simulator counts as one)."""
-    if _cuda_setup.SETUP.mode == "none":
-        return 0
-    if is_simulated():
-        return 1
-    from numba import cuda
-
-    return len(cuda.gpus)
+    """Number of ``cuda`` devices: the GPUs numba sees, or the simulator's configured
+    count (``TEACHGRAD_CUDA_DEVICES``, default 2; see :func:`set_simulated_device_count`)."""
+    return cuda_devices.device_count()
 
 
-def synchronize() -> None:
-    """Wait until every kernel launched so far, on every stream, has finished."""
+def set_simulated_device_count(n: int) -> None:
+    """How many devices the simulator offers (before the first cuda tensor or stream)."""
+    cuda_devices.set_simulated_device_count(n)
+
+
+def current_device() -> int:
+    """The index of the current cuda device (what ``device="cuda"`` means), as in PyTorch."""
+    return cuda_devices.current_index()
+
+
+def set_device(device) -> None:
+    """Make ``device`` (an int, ``"cuda:1"`` or a device) the current cuda device."""
+    from .streams.stream import device_index
+
+    cuda_devices.set_current(device_index(device))
+
+
+class device:
+    """``with tg.cuda.device(1):`` makes cuda:1 the current device inside the block, and
+    restores the previous one after it (also on an error), as ``torch.cuda.device``."""
+
+    def __init__(self, device) -> None:
+        from .streams.stream import device_index
+
+        self.index = None if device is None else device_index(device)  # checked now
+        self._previous: list[int] = []
+
+    def __enter__(self) -> "device":
+        self._previous.append(cuda_devices.current_index())
+        if self.index is not None:
+            cuda_devices.set_current(self.index)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        cuda_devices.set_current(self._previous.pop())
+
+
+def synchronize(device=None) -> None:
+    """Wait until every kernel launched so far has finished: on every device, or on
+    ``device`` only (an int, ``"cuda:1"`` or a device).
+
+    PyTorch's ``synchronize()`` without an argument waits for the current device;
+    teachgrad's waits for all of them, so that a timing ended by it misses no device.
+    """
     _cuda_setup.require_cuda()
     from . import streams
 
-    streams.synchronize()
+    streams.synchronize(device)
 
 
 def describe() -> str:

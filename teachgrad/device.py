@@ -22,27 +22,31 @@ class Device:
                 "(numba.cuda kernels, on a GPU or in the CUDA simulator)"
             )
         if idx:
-            if not idx.isdigit():
-                raise RuntimeError(f"invalid device {spec!r}: the index after ':' must be a number")
+            if not (idx.isascii() and idx.isdigit()):
+                raise RuntimeError(f"invalid device {spec!r}: the index after ':' must be a "
+                                   "number >= 0, as in 'cuda:1'")
             index = int(idx)
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int)
+                                  or index < 0):
+            raise RuntimeError(f"invalid device index {index!r}: it must be an int >= 0")
         if kind == "cpu":
             index = None
-        elif index not in (None, 0):
-            raise RuntimeError(f"invalid device {spec!r}: teachgrad drives one GPU, 'cuda' "
-                               "(or 'cuda:0'). Fix: use device='cuda'")
         self.type = kind
         self.index = index
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
+            if ":" not in other:  # t.device == "cuda": any cuda device (PyTorch says False)
+                return self.type == Device(other).type
             other = Device(other)
         if not isinstance(other, Device):
             return NotImplemented
-        # 'cuda' and 'cuda:0' are the same device: teachgrad drives one GPU
-        return self.type == other.type
+        # as in PyTorch, device('cuda') (no index) is not device('cuda:0'); a tensor's
+        # .device always has its index (as_device fills in the current device)
+        return self.type == other.type and self.index == other.index
 
     def __hash__(self) -> int:
-        return hash(self.type)
+        return hash((self.type, self.index))
 
     def __str__(self) -> str:
         return self.type if self.index is None else f"{self.type}:{self.index}"
@@ -54,6 +58,17 @@ class Device:
 
 
 CPU = Device("cpu")
+
+
+def is_device_name(text: object) -> bool:
+    """Whether ``text`` is what ``str(device)`` can be: ``cpu``, ``cuda`` or ``cuda:N``
+    (for checking files: says nothing about whether device N exists here)."""
+    if not isinstance(text, str):
+        return False
+    kind, colon, index = text.partition(":")
+    if not colon:
+        return kind in ("cpu", "cuda")
+    return kind == "cuda" and index.isascii() and index.isdigit() and len(index) <= 4
 
 
 def mismatch_error(first: Device, second: Device, op: str) -> RuntimeError:
@@ -76,7 +91,19 @@ def common_device(tensors: Iterable[Any], op: str) -> Device:
     return device if device is not None else CPU
 
 
-def as_device(d: "str | Device | None") -> Device:
+def as_device(d: "str | Device | int | None") -> Device:
+    """Where a tensor goes: ``'cuda'`` is the current cuda device, ``cuda:N`` is checked."""
     if d is None:
         return CPU
-    return d if isinstance(d, Device) else Device(d)
+    if isinstance(d, int) and not isinstance(d, bool):
+        d = Device("cuda", d)  # PyTorch reads a bare int as a cuda index
+    device = d if isinstance(d, Device) else Device(d)
+    if device.type != "cuda":
+        return device
+    from . import cuda_devices
+
+    index = cuda_devices.current_index() if device.index is None else device.index
+    checked = cuda_devices.checked_devices
+    if index not in checked:
+        checked[index] = Device("cuda", cuda_devices.check_index(index))
+    return checked[index]

@@ -19,12 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 from . import dtypes
+from .device import is_device_name
 from .archive import ArrayHeader
 
 DICT_TYPE_NAMES = ("dict", "OrderedDict", "Counter")
 SPECIAL_FLOATS = ("inf", "-inf", "nan")
 TENSOR_FIELDS = {"__tensor__", "dtype", "shape", "device", "requires_grad", "parameter"}
-DEVICES = ("cpu", "cuda", "cuda:0")  # what str(tensor.device) can be
+DEVICES = ("cpu", "cuda", "cuda:N")  # what str(tensor.device) can be (is_device_name)
 
 
 class LoadError(RuntimeError):
@@ -85,7 +86,7 @@ class ManifestChecker:
         if type(number) is not int or not 0 <= number < len(self.headers):
             raise self.fail(f"{where}.__tensor__", f"tensor number {_short(number)} is not one "
                             f"of the {len(self.headers)} tensors the file holds: the file is damaged")
-        if entry["device"] not in DEVICES:
+        if not is_device_name(entry["device"]):
             raise self.fail(f"{where}.device", f"unknown device {_short(entry['device'])} "
                             f"(teachgrad has {', '.join(DEVICES)})")
         for flag in ("requires_grad", "parameter"):

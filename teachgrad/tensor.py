@@ -18,6 +18,7 @@ from .autograd.engine import run_backward
 from .autograd.function import AccumulateGrad
 from .backends import get_backend
 from .backends.low_precision import LowPrecisionBackend as _LowPrecisionBackend, low_precision
+from .cuda_devices import using
 from .device import Device, as_device
 from ._repr import tensor_repr
 from .tensor_data import check_flag as _check_flag, host_array
@@ -408,7 +409,8 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     _check_flag("requires_grad", requires_grad)
     arr = np.asarray(arr, dtype=want.numpy, order="C")
     backend = get_backend(device.type)
-    t = Tensor._make(backend.from_numpy(arr), backend, device)
+    with using(device.index):  # the copy goes to that device's stream
+        t = Tensor._make(backend.from_numpy(arr), backend, device)
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -19,6 +19,7 @@ import numpy as np
 from . import dtypes
 from .autograd import function, grad_mode
 from .creation import zeros
+from .cuda_devices import on_tensors_device
 from .device import common_device
 from .dtypes import DType
 from .ops import functional as F
@@ -90,6 +91,7 @@ class InPlaceMethods:
             return arr.base is not None
         return arr.offset != 0 or arr.buffer.size != arr.size  # the cuda backend's StridedArray
 
+    @on_tensors_device
     def _record_inplace(self, compute: Any) -> "Tensor":
         """An in-place change autograd records: ``compute(old)`` runs out of place on a copy of
         the old values (which backward may need), the result is written into this storage,
@@ -114,6 +116,7 @@ class InPlaceMethods:
         self.dtype = dtypes.from_numpy_dtype(array.dtype)
         self._bump_version()
 
+    @on_tensors_device
     def _inplace(self, result: "Tensor") -> "Tensor":
         """Copy an already computed ``result`` (that needs no gradient) into this storage."""
         self._check_inplace()
@@ -122,6 +125,7 @@ class InPlaceMethods:
         self._bump_version()
         return self
 
+    @on_tensors_device
     def copy_(self, src: "Tensor") -> "Tensor":
         """Copy ``src``'s values into this tensor (broadcasting, converting dtype and device)."""
         if self._records(src):  # the copy joins the graph: gradients flow back to src
@@ -136,6 +140,7 @@ class InPlaceMethods:
         self._bump_version()
         return self
 
+    @on_tensors_device
     def fill_(self, value: float) -> "Tensor":
         if self._records(value):
             return self._record_inplace(lambda old: _overwrite(old, value))
@@ -146,6 +151,7 @@ class InPlaceMethods:
     def zero_(self) -> "Tensor":
         return self.fill_(0)
 
+    @on_tensors_device
     def _inplace_binary(self, op: str, other: Any) -> "Tensor":
         """``self = self op other``, written straight into this tensor's storage."""
         if self._records(other):
@@ -223,6 +229,7 @@ class InPlaceMethods:
             return self
         return self._add_scaled(F.div(tensor1, tensor2), value)
 
+    @on_tensors_device
     def _update_in_one_call(self, update: Any, others: tuple, number: float) -> bool:
         """Run ``update`` (a ``Backend.*_inplace`` method of this tensor's backend) on this
         tensor's array, those of ``others`` and ``number`` in this dtype, when the update
@@ -298,6 +305,7 @@ class InPlaceMethods:
         self._check_inplace()
         return self._fill_from_host(bernoulli_array(self, p, generator))
 
+    @on_tensors_device
     def _fill_from_host(self, values: np.ndarray) -> "Tensor":
         """Write host values into the existing storage, so views see them too."""
         self._backend.setitem(self._array, (Ellipsis,), self._backend.from_numpy(values))

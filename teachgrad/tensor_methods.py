@@ -157,8 +157,9 @@ def _cpu(self: Tensor) -> Tensor:
     return self.to("cpu")
 
 
-def _cuda(self: Tensor) -> Tensor:
-    return self.to("cuda")
+def _cuda(self: Tensor, device: Any = None) -> Tensor:
+    """``t.cuda()`` (the current device), ``t.cuda(1)`` or ``t.cuda("cuda:1")``."""
+    return self.to("cuda" if device is None else as_device(device))
 
 
 def _float(self: Tensor) -> Tensor:

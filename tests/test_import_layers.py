@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "teachgrad"
 
 #: Lower layers first. A module may import its own layer and the ones listed before it.
 LAYERS = [
-    ["_cuda_setup", "dtypes", "device", "tensor_data", "_repr", "backends", "autograd"],
+    ["_cuda_setup", "cuda_devices", "dtypes", "device", "tensor_data", "_repr", "backends", "autograd"],
     ["tensor"],
     ["random", "creation", "ops"],
     ["tensor_inplace", "tensor_methods"],

@@ -6,7 +6,8 @@
         ...                                   # cuda work
     Timeline(rec)
 
-One lane for the host and one per stream, time running to the right (ms
+One lane for the host and one per stream (per device and stream, named
+``cuda:1 stream 3``, when the run used several devices), time running to the right (ms
 since the recording began). On the host lane a tick marks each enqueue and a
 red bar each time the host had to **wait** for the device (labelled with what
 made it wait: ``Tensor.item``, ``synchronize``...). On a stream lane a bar is
@@ -49,6 +50,19 @@ class Bar:
     short: str = ""  #: written inside the bar when it is wide enough
 
 
+def lane_of(rec: Any, stream: int) -> str:
+    """A stream's lane: ``stream 3``, or ``cuda:1 stream 3`` when the run used several devices."""
+    if len(rec.devices) > 1:
+        return f"cuda:{rec.device_of(stream)} stream {stream}"
+    return f"stream {stream}"
+
+
+def lane_names(rec: Any) -> list[str]:
+    """The host lane, then one lane per stream, grouped by device (cuda:0's first)."""
+    streams = sorted(rec.streams, key=lambda s: (rec.device_of(s), s))
+    return ["host"] + [lane_of(rec, s) for s in streams]
+
+
 def timeline_bars(rec: Any, min_gap_ms: float = 0.0) -> list[Bar]:
     """The recording as bars: host waits, device ops, and the idle gaps between them."""
     ms = lambda t: (t - rec.began) * 1e3  # noqa: E731
@@ -59,13 +73,13 @@ def timeline_bars(rec: Any, min_gap_ms: float = 0.0) -> list[Bar]:
             continue  # not run (yet), or a GPU op without device times
         # a CUDA graph replay: the graph's launch (drawn white) holds its replayed kernels
         replayed = op.replay is not None and op.kind != "graph"
-        bars.append(Bar(f"stream {op.stream}", ms(op.started), ms(op.finished),
+        bars.append(Bar(lane_of(rec, op.stream), ms(op.started), ms(op.finished),
                         "replay" if replayed else op.kind,
                         f"{op.describe()} [{op.status}" + (f", {op.replay}]" if op.replay else "]"),
                         ("replay: " if replayed else "") + (op.op or op.name)))
     for stream in rec.streams:
         for start, end in rec.idle_gaps(stream, min_gap_ms / 1e3):
-            bars.append(Bar(f"stream {stream}", ms(start), ms(end), "idle", "device idle"))
+            bars.append(Bar(lane_of(rec, stream), ms(start), ms(end), "idle", "device idle"))
     return bars
 
 
@@ -80,7 +94,7 @@ def draw_timeline(rec: Any, width: int = 760, window: tuple[float, float] | None
     ``window`` = (from_ms, to_ms) zooms in: only what overlaps it is drawn, clipped to it.
     """
     bars = timeline_bars(rec)
-    lanes = ["host"] + [f"stream {s}" for s in rec.streams]
+    lanes = lane_names(rec)
     t0, t1 = window if window is not None else (0.0, total_ms(rec))
     span = max(t1 - t0, 1e-6)
     left, top, lane_h = 80, 40, 34
@@ -142,7 +156,7 @@ class Timeline(StaticSVG, widgets.VBox):
     def __init__(self, recording: Any, width: int = 760) -> None:
         self.recording, self.width = recording, width
         self.bars = timeline_bars(recording)
-        self.lanes = ["host"] + [f"stream {s}" for s in recording.streams]
+        self.lanes = lane_names(recording)
         end = total_ms(recording)
         self.window = widgets.FloatRangeSlider(value=(0.0, end), min=0.0, max=end,
                                                step=max(end / 200, 1e-3), description="ms",

@@ -23,6 +23,7 @@ from numpy import add, asarray, ndarray
 
 from .. import dtypes
 from ..backends import get_backend
+from ..cuda_devices import current_index, on_tensors_device, using
 from . import function, grad_mode, parts
 from .function import FREED_GRAPH_MESSAGE, AccumulateGrad, Node
 
@@ -123,7 +124,9 @@ def _who(node: Any) -> str:
 def _filled(shape: tuple, value: float, dtype: Any, device: Any) -> "Tensor":
     """A new tensor of ``shape`` holding ``value`` everywhere (outside any graph)."""
     backend = get_backend(device.type)
-    return function.Tensor._make(backend.full(tuple(shape), value, dtype.numpy), backend, device)
+    with using(device.index):  # (filled on its own device)
+        return function.Tensor._make(backend.full(tuple(shape), value, dtype.numpy), backend,
+                                     device)
 
 
 def _check_roots(tensors: Sequence["Tensor"], grads: Sequence[Any]) -> list:
@@ -430,6 +433,7 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
         index += 1
 
 
+@on_tensors_device
 def _add_grads(held: "Tensor", new: "Tensor") -> "Tensor":
     """``held + new`` for two gradients of one input (``x * x``, or ``x`` used twice).
 
@@ -501,6 +505,10 @@ def _widened(grads: list) -> list:
 
 
 def _call_backward(node: Node, grads: list) -> list:
+    device = getattr(node.ctx, "device", None)
+    if device is not None and device.index is not None and device.index != current_index():
+        with using(device.index):  # the device guard: backward runs where forward ran
+            return _call_backward(node, grads)
     # (a node with one output runs only once that output has a gradient)
     if len(grads) > 1 and node.ctx.materialize_grads and any(g is None for g in grads):
         # an output nobody used: its gradient is zeros
@@ -616,6 +624,7 @@ def _validate(node: Node, i: int, g: Any) -> Any:
     return g
 
 
+@on_tensors_device
 def _accumulate(leaf: "Tensor", grad: Any, owned: bool = False) -> None:
     """``leaf.grad += grad``, keeping the ``.grad`` object and never aliasing ``grad``
     (a tensor, or a backend array of the leaf's own backend) unless it is ``owned``: a

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import cuda_devices
 from ..backends import get_backend
 from ..backends.low_precision import LOW_NUMPY, low_precision, narrow
 from ..dtypes import LOW_PRECISION
@@ -379,6 +380,9 @@ class Function(metaclass=_FunctionMeta):
         if device is None:  # no tensor arguments at all
             device = CPU
             backend = get_backend(device.type)
+        elif device.index is not None and device.index != cuda_devices.current_index():
+            with cuda_devices.using(device.index):  # the device guard: run on the tensors' device
+                return cls._apply(*args, **kwargs)
         ctx = Context()
         ctx.needs_input_grad = needs = tuple(needs)
         ctx.backend = backend
@@ -427,6 +431,9 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     ``_apply`` does, straight through, without its general loop.
     """
     backend, device = like._backend, like.device
+    if device.index is not None and device.index != cuda_devices.current_index():
+        with cuda_devices.using(device.index):  # the device guard, as in _apply
+            return apply_plain(cls, args, like)
     ctx = _new_object(Context)
     ctx.backend = backend
     ctx.device = device

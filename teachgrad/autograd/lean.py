@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..cuda_devices import is_elsewhere as elsewhere
 from . import function, grad_mode
 
 
@@ -42,7 +43,8 @@ def binary_method(op: str, full: Callable[[Any, Any], Any], fn: type[function.Fu
                 b = None
             if b is not None:
                 args = (b, self) if reflected else (self, b)
-                if function.observer is not None or function.cast_policy is not None:
+                if (function.observer is not None or function.cast_policy is not None
+                        or (self.device.index is not None and elsewhere(self))):
                     return fn.apply(*args)
                 if grad_mode._enabled:
                     return function.apply_plain(fn, args, self)
@@ -63,7 +65,8 @@ def unary_method(op: str, full: Callable[[Any], Any],
     tensor ``fn`` directly (recording) or the backend's ``op`` (nothing recorded)."""
     def method(self: Any) -> Any:
         if self.dtype.is_floating_point:
-            if function.observer is not None or function.cast_policy is not None:
+            if (function.observer is not None or function.cast_policy is not None
+                    or (self.device.index is not None and elsewhere(self))):
                 return fn.apply(self)
             if grad_mode._enabled:
                 return function.apply_plain(fn, (self,), self)

@@ -120,6 +120,7 @@ _EXERCISES = (
     _e("16.1", "measure", "self time, from the raw trace", "ch16.check_self_times"),
     _e("16.2", "explain", "train by replaying a CUDA graph", "ch16.check_train_with_graph"),
     _e("16.3", "build", "checkpointing's recomputing Function", "ch16.check_recompute"),
+    _e("16.4", "build", "DataParallel's scatter and gather", "ch16.check_scatter_gather"),
     _e("17.1", "build", "scaled dot-product attention, inside MultiheadAttention",
        "ch17.check_attention", "nn.scaled_dot_product_attention"),
     _e("17.2", "build", "the online softmax inside the tiled attention kernel",

@@ -22,7 +22,8 @@ from typing import Any, Callable, Sequence
 
 from ..autograd import function, grad_mode
 from ..backends import get_backend
-from ..device import Device
+from ..cuda_devices import is_elsewhere, using
+from ..device import as_device
 from ..ops import elementwise as ew, linalg
 from ..tensor import Tensor
 from . import guards as guards_module, interpreter, pass_parts, passes as passes_module
@@ -71,7 +72,7 @@ class _PlanWriter:
         if name is None:
             name = self.name_for(backend)
         self.globals[name] = backend
-        self.globals[f"{name}_device"] = Device(device)
+        self.globals[f"{name}_device"] = as_device(device)  # (the device it compiles for)
         return name
 
     def name_for(self, obj: Any) -> str:
@@ -191,7 +192,8 @@ class CompiledGraph:
         metas = [self.graph.node(r.node).meta[r.index or 0] for r in
                  (out if isinstance(out, tuple) else (out,))]
         # what each output array needs to become a tensor, looked up once
-        self.out_places = [(get_backend(m.device), Device(m.device)) for m in metas]
+        # ('cuda' is the current device: CompiledFunction runs on its inputs' device)
+        self.out_places = [(get_backend(m.device), as_device(m.device)) for m in metas]
         self.tuple_output = isinstance(out, tuple)
         self.owned = interpreter.owned_outputs(self.graph)
 
@@ -247,6 +249,10 @@ class CompiledFunction:
             # autocast casts each operation as it is dispatched: a compiled graph would skip
             # that, so inside an autocast region the function runs eagerly, as written
             return self.fn(*inputs)
+        for t in inputs:
+            if is_elsewhere(t):  # inputs on another cuda device: compile and run there
+                with using(t.device.index):
+                    return self(*inputs)
         key = guards_module.signature(inputs)
         entries = self.cache.setdefault(key, [])
         for entry in entries:

@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import dtypes
 from ..archive import MAX_NDIM, ArrayHeader
-from ..device import Device
+from ..device import Device, is_device_name
 from .ir import OPCODES, Node, Ref, TensorMeta
 from .registry import lookup
 
@@ -280,7 +280,7 @@ def _dtype(checker: GraphChecker, body: Any, where: str) -> dtypes.DType:
 
 
 def _device(checker: GraphChecker, body: Any, where: str) -> Device:
-    if body not in ("cpu", "cuda", "cuda:0"):
+    if not is_device_name(body):
         raise fail(where, f"unknown device {short(body)}")
     return Device(body)
 

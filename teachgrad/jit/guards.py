@@ -107,7 +107,7 @@ def _snapshot(value: Any) -> Any:
 
 def signature(inputs: tuple[Tensor, ...]) -> tuple:
     """What the key of a compiled graph says about its inputs, and grad mode."""
-    return (tuple([(t._array.shape, t.dtype.name, t.device.type, t.requires_grad)
+    return (tuple([(t._array.shape, t.dtype.name, str(t.device), t.requires_grad)
                    for t in inputs]), grad_mode._enabled)
 
 

@@ -40,7 +40,7 @@ from typing import Callable
 import numpy as np
 from numba import cuda
 
-from .. import _cuda_setup
+from .. import _cuda_setup, cuda_devices
 
 #: Every request is rounded up to a multiple of this many bytes (PyTorch's ``kMinBlockSize``).
 ROUND_BYTES = 512
@@ -236,8 +236,9 @@ def all_allocators() -> list[CachingAllocator]:
 
 
 def current_device_index() -> int:
-    """The device new arrays go to. One device today; a per-device setting can answer here."""
-    return 0
+    """The device new arrays go to: the host thread's current device (an operation on
+    ``cuda:1`` tensors makes ``cuda:1`` current while it runs, see ``cuda_devices.using``)."""
+    return cuda_devices.current_index()
 
 
 def allocate(shape, dtype):

@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .strided import StridedArray
 
 _lock = threading.Lock()
-_stats = {"host_to_device": 0, "device_to_host": 0, "bytes_h2d": 0, "bytes_d2h": 0}
+_stats = {"host_to_device": 0, "device_to_host": 0, "bytes_h2d": 0, "bytes_d2h": 0,
+          "device_to_device": 0, "bytes_d2d": 0}
 
 
 def to_device(a: np.ndarray):
@@ -79,6 +80,41 @@ def download(x) -> np.ndarray:
         return np.empty(x.shape, dtype=x.dtype)
     x = elementwise.contiguous(x)  # gather strided elements on the device first
     return to_host(x.buffer[x.offset:x.offset + x.size]).reshape(x.shape)
+
+
+def copy_to_peer(x: "StridedArray", source: int, target: int) -> "StridedArray":
+    """A contiguous copy of ``x`` (on cuda:``source``) on cuda:``target``, counted.
+
+    The copy is enqueued on the target's current stream, after the work queued so
+    far on the source's current stream (an event between them), and the source's
+    stream waits for the copy in turn, so that a later in-place change of ``x``
+    cannot overtake it. The host does not wait: both devices run on. (On a GPU
+    this is a peer copy over NVLink/PCIe; here the simulator copies in memory.)
+    """
+    from ..cuda_devices import using
+    from ..streams import Event, current_stream
+    from . import elementwise
+    from .strided import new_array
+
+    with using(source):
+        x = elementwise.contiguous(x)  # (a strided view becomes dense on its own device first)
+        source_stream = current_stream()
+        ready = Event().record(source_stream)
+    nbytes = x.size * np.dtype(x.dtype).itemsize
+    with _lock:
+        _stats["device_to_device"] += 1
+        _stats["bytes_d2d"] += nbytes
+    with using(target):
+        out = new_array(x.shape, x.dtype)
+        target_stream = current_stream()
+        target_stream.wait_event(ready)
+        if x.size:
+            src, dst = x.buffer[x.offset:x.offset + x.size], out.buffer[:x.size]
+            target_stream.enqueue(
+                "d2d", f"copy {nbytes} bytes cuda:{source} -> cuda:{target}",
+                lambda handle: dst.copy_to_device(src, stream=0 if handle is None else handle))
+        source_stream.wait_event(Event().record(target_stream))
+    return out
 
 
 def transfer_stats() -> dict[str, int]:

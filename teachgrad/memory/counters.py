@@ -1,7 +1,7 @@
 """The counters behind ``tg.cuda.memory_allocated()`` and its family (:mod:`teachgrad.memory`)."""
 from __future__ import annotations
 
-from .. import _cuda_setup
+from .. import cuda_devices
 from ..kernels.caching_allocator import (
     CachingAllocator, all_allocators, allocator_for, current_device_index,
 )
@@ -32,15 +32,8 @@ def allocator_of(device=None) -> CachingAllocator:
 
 
 def _device_count() -> int:
-    """The devices a counter may name: the simulator's one, or the GPUs the driver reported.
-
-    (What ``tg.cuda.device_count()`` answers, read from the setup so that this module,
-    which ``tg.cuda`` imports, does not import it back.)
-    """
-    setup = _cuda_setup.SETUP
-    if setup.mode == "none":
-        return 0
-    return 1 if setup.mode == "sim" else max(setup.gpu_count, 1)
+    """The devices a counter may name: ``tg.cuda.device_count()``."""
+    return cuda_devices.device_count()
 
 
 def memory_stats(device=None) -> dict[str, int]:

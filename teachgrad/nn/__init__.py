@@ -40,9 +40,10 @@ from .recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from .multihead_attention import MultiheadAttention
 from .transformer import TransformerEncoder, TransformerEncoderLayer
 from . import parallel  # noqa: E402  (DistributedDataParallel; MPI loads only when used)
+from .parallel import DataParallel  # noqa: E402
 
 __all__ = [
-    "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
+    "Module", "Parameter", "DataParallel", "Sequential", "ModuleList", "ModuleDict",
     "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten", "Dropout", "Dropout2d", "Identity",
     "GELU", "SiLU", "LeakyReLU", "ELU", "Softplus",
     "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "GroupNorm",

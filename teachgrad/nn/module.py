@@ -350,8 +350,9 @@ class Module(ModuleHooks):
     def cpu(self) -> "Module":
         return self.to("cpu")
 
-    def cuda(self) -> "Module":
-        return self.to("cuda")
+    def cuda(self, device: Any = None) -> "Module":
+        """To the current cuda device, or to ``device`` (an index or ``"cuda:N"``)."""
+        return self.to("cuda" if device is None else as_device(device))
 
     def float(self) -> "Module":
         return self.to(get_dtype("float32"))

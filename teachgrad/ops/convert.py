@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ..autograd.function import Context, Function
 from ..backends import get_backend
-from ..device import Device
+from ..cuda_devices import using
+from ..device import Device, as_device
 from ..dtypes import DType
 from ..tensor import Tensor
 
@@ -15,8 +16,14 @@ class ToDevice(Function):
     def forward(ctx: Context, a: Tensor, device: Device):
         ctx.source = a.device
         target = get_backend(device.type)
-        # through the host: the one place a device-to-device copy is spelled out
-        return Tensor._make(target.from_numpy(a._backend.to_numpy(a._array)), target, device)
+        if a.device.type == "cuda" and device.type == "cuda":  # cuda:i -> cuda:j, no host
+            from ..kernels.transfer import copy_to_peer
+
+            return Tensor._make(copy_to_peer(a._array, a.device.index, device.index),
+                                target, device)
+        # through the host otherwise: the one place a host<->device copy is spelled out
+        with using(device.index):  # (None for cpu: no change)
+            return Tensor._make(target.from_numpy(a._backend.to_numpy(a._array)), target, device)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
@@ -39,6 +46,7 @@ class Cast(Function):
 
 def to(t: Tensor, device: Device | None = None, dtype: DType | None = None, copy: bool = False) -> Tensor:
     out = t
+    device = None if device is None else as_device(device)  # 'cuda': the current device
     if dtype is not None and dtype is not out.dtype:
         if out.requires_grad and not dtype.is_floating_point:
             out = out.detach()  # an integer result cannot carry gradients

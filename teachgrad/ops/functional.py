@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import dtypes
 from ..autograd.cast_points import cast_point
+from ..cuda_devices import on_tensors_device
 from ..device import common_device
 from ..tensor import Tensor
 from . import activation, elementwise as ew, indexing, linalg, pointwise_activation as pa, reduce as red
@@ -215,6 +216,7 @@ def sign(a: Tensor) -> Tensor:
     return ew.Sign.apply(a)
 
 
+@on_tensors_device
 def _compare(op: str, a: Any, b: Any) -> Tensor:
     a, b = prepare_binary(a, b, op)
     t = a if isinstance(a, Tensor) else b
@@ -339,6 +341,7 @@ def amin(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return red.Amax.apply(a, axes, keepdim, "min")
 
 
+@on_tensors_device
 def _arg(op: str, a: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     axis = None if dim is None else normalize_dim(dim, a.ndim)
     _check_not_empty(op, a, None if axis is None or a.ndim == 0 else (axis,))

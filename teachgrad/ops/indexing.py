@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd import grad_mode
 from ..autograd.function import Context, Function
+from ..cuda_devices import on_tensors_device
 from ..tensor import Tensor
 
 
@@ -148,6 +149,7 @@ class Index(Function):
         return Tensor._make(full, ctx.backend, grad.device), None
 
 
+@on_tensors_device
 def getitem(t: Tensor, index: Any) -> Tensor:
     return Index.apply(t, normalize_index(t, index))
 
@@ -174,6 +176,7 @@ class IndexPut(Function):
         return da, dv, None
 
 
+@on_tensors_device
 def setitem(t: Tensor, index: Any, value: Any) -> None:
     """``t[index] = value`` in place; recorded for autograd where PyTorch's leaf rules allow it."""
     t._check_writable()

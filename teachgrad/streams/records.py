@@ -45,6 +45,7 @@ class OpRecord:
     status: str = "queued"  #: "queued", "running", "done", "failed" or "skipped"
     device_cpu: float = 0.0  #: CPU seconds the worker thread spent on it (simulator)
     replay: str | None = None  #: "graph 1, replay 3" when a CUDA graph's replay launched it
+    device: int = 0  #: the index of the cuda device whose stream ran it (cuda:0, cuda:1, ...)
 
     def describe(self) -> str:
         """``kernel grid_stride_binary (Mul.forward), enqueued at step.py:12 in step``."""
@@ -89,6 +90,15 @@ class Recording:
     @property
     def streams(self) -> list[int]:
         return sorted({op.stream for op in self.ops})
+
+    @property
+    def devices(self) -> list[int]:
+        """The cuda device indexes the recorded ops ran on."""
+        return sorted({op.device for op in self.ops})
+
+    def device_of(self, stream: int) -> int:
+        """The device a recorded stream belongs to (stream ids are unique across devices)."""
+        return next(op.device for op in self.ops if op.stream == stream)
 
     def device_busy_seconds(self, stream: int | None = None) -> float:
         """Seconds the device spent running ops (of one stream, or of all)."""

@@ -13,6 +13,10 @@ not stop the host. The stream remembers the failure, skips the work queued
 after it (its inputs may be garbage), and the next call that waits for the
 stream raises :class:`KernelError` naming the op and where it was enqueued.
 
+Every stream belongs to one ``cuda`` device (``cuda:N``; see ``teachgrad.cuda_devices``):
+each device has its own default stream and, per host thread, its own current stream, so
+the host can queue work on two devices and wait for one (``synchronize(device)``).
+
 ``TEACHGRAD_LAUNCH_BLOCKING=1`` (or :func:`set_launch_blocking`) makes every
 launch wait until its kernel has run, like ``CUDA_LAUNCH_BLOCKING=1``: slower,
 but an error then points at the very launch that failed.
@@ -29,6 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from .. import cuda_devices
 from . import records, sites
 from .simulated import device_lock as _device_lock, low_switch_interval, on_worker, set_busy
 from .records import HostWait, OpRecord
@@ -100,26 +105,37 @@ class Stream:
     Work on one stream runs in the order it was enqueued. Work on different
     streams may run in any order relative to each other: order it with
     :meth:`wait_stream` or :meth:`wait_event`, as in PyTorch.
+
+    A stream belongs to one device (``device``: the current one by default),
+    as in PyTorch: ``Stream(device=1)`` queues work for ``cuda:1``.
     """
 
     _capture: Any = None  #: the CUDA graph capturing this stream's launches (see graphs.py)
 
-    def __init__(self, priority: int = 0, *, _is_default: bool = False) -> None:
+    def __init__(self, device: Any = None, priority: int = 0, *,
+                 _is_default: bool = False) -> None:
         if not isinstance(priority, int):
             raise TypeError(f"priority must be an int, got {priority!r}")
         from .. import _cuda_setup
 
         _cuda_setup.check_cuda()  # (tensors warn about the simulator, kernel launches do not)
+        index = device_index(device)
         if not _is_default:
-            default_stream()  # made first, so that it is stream 0
+            default_stream(index)  # made first, so that cuda:0's default stream is stream 0
+        cuda_devices.fix_count()
         self.id = next(_ids)
+        self.device = index  #: the index of the cuda device this stream feeds
         self.priority = priority
         self._cv = threading.Condition()
         self._queue: collections.deque = collections.deque()
         self._failure: tuple[OpRecord, BaseException] | None = None
         self._skipped = 0
         self._worker: threading.Thread | None = None
-        self._handle = None if _simulated() else self._gpu_stream(_is_default)
+        if _simulated():
+            self._handle = None
+        else:
+            with cuda_devices.using(index):  # numba's context of that GPU
+                self._handle = self._gpu_stream(_is_default)
         if self._handle is None:
             # patches the simulator for threads now, not mid-launch
             _device_lock(synchronize_if_pending)
@@ -135,14 +151,15 @@ class Stream:
 
     def __repr__(self) -> str:
         where = "simulator worker thread" if self._handle is None else "CUDA stream"
-        return f"<teachgrad.cuda.Stream {self.id} ({where}), {self.pending()} op(s) pending>"
+        return (f"<teachgrad.cuda.Stream {self.id} on cuda:{self.device} ({where}), "
+                f"{self.pending()} op(s) pending>")
 
     # -- enqueueing ------------------------------------------------------------------
     def enqueue(self, kind: str, name: str, run: Callable[[Any], None],
                 uses_device: bool = True, site: tuple[str, str | None] | None = None) -> OpRecord:
         """Put ``run`` on this stream; return its record at once (blocking mode: after it ran)."""
         where, op = site or sites.enqueue_site(2)
-        record = OpRecord(kind, name, op, where, self.id, records.now())
+        record = OpRecord(kind, name, op, where, self.id, records.now(), device=self.device)
         self._last = record
         records.note_op(record)
         if self._capture is not None:  # a CUDA graph records it instead: nothing runs now
@@ -305,58 +322,87 @@ class Stream:
             self._worker.join(timeout=5.0)
 
 
-# -- the current stream (per host thread, as in PyTorch) ------------------------------------
+# -- the current stream (per host thread and device, as in PyTorch) --------------------------
 
 _all_streams: list[Stream] = []
-_default: Stream | None = None
-_local = threading.local()
+_default: dict[int, Stream] = {}  # one default stream per device index
+_local = threading.local()  # .streams: {device index: the stream a with stream(s) chose}
 
 
-def default_stream() -> Stream:
-    """The stream every launch uses unless a ``with stream(s):`` block says otherwise."""
-    global _default
-    if _default is None:
-        _default = Stream(_is_default=True)
-    return _default
+def device_index(device: Any = None) -> int:
+    """A checked cuda device index from an int, ``"cuda:1"``, a device, or None (current)."""
+    if device is None:
+        return cuda_devices.current_index()
+    if isinstance(device, int) and not isinstance(device, bool):
+        return cuda_devices.check_index(device)
+    from ..device import Device, as_device
+
+    if not isinstance(device, (str, Device)):
+        raise TypeError(f"expected a cuda device (an int, 'cuda:N' or a device), got {device!r}")
+    found = as_device(device)
+    if found.type != "cuda":
+        raise ValueError(f"expected a cuda device, got {found}")
+    return found.index
 
 
-def current_stream() -> Stream:
-    """The stream launches on this host thread go to now."""
-    return getattr(_local, "stream", None) or default_stream()
+def default_stream(device: Any = None) -> Stream:
+    """The stream a device's launches use unless a ``with stream(s):`` block says otherwise."""
+    index = device_index(device)
+    if index not in _default:
+        _default[index] = Stream(index, _is_default=True)
+    return _default[index]
+
+
+def current_stream(device: Any = None) -> Stream:
+    """The stream launches for ``device`` (default: the current device) go to now."""
+    index = device_index(device)
+    chosen = getattr(_local, "streams", None)
+    return (chosen and chosen.get(index)) or default_stream(index)
 
 
 @contextlib.contextmanager
 def stream(s: Stream | None) -> Iterator[Stream | None]:
-    """``with stream(s):`` sends the launches inside to ``s`` (``None``: no change)."""
-    if s is not None and not isinstance(s, Stream):
-        raise TypeError(f"stream() takes a teachgrad.cuda.Stream or None, got {type(s).__name__}")
-    previous = getattr(_local, "stream", None)
-    if s is not None:
-        _local.stream = s
-    try:
+    """``with stream(s):`` sends the launches inside to ``s`` (``None``: no change).
+
+    As in PyTorch, ``s``'s device becomes the current device inside the block.
+    """
+    if s is None:
         yield s
+        return
+    if not isinstance(s, Stream):
+        raise TypeError(f"stream() takes a teachgrad.cuda.Stream or None, got {type(s).__name__}")
+    if getattr(_local, "streams", None) is None:
+        _local.streams = {}
+    previous = _local.streams.get(s.device)
+    _local.streams[s.device] = s
+    try:
+        with cuda_devices.using(s.device):
+            yield s
     finally:
-        _local.stream = previous
+        _local.streams[s.device] = previous
 
 
-def synchronize() -> None:
-    """Wait until every stream has run everything enqueued; raise the first deferred error."""
-    wait_for_all_streams()
+def synchronize(device: Any = None) -> None:
+    """Wait until every stream (of ``device`` only, if given) has run everything enqueued;
+    raise the first deferred error."""
+    wait_for_all_streams(device=None if device is None else device_index(device))
 
 
-def wait_for_all_streams(reason: str | None = None) -> None:
-    """:func:`synchronize`, recorded as a wait for ``reason`` (default: the caller's name)."""
+def wait_for_all_streams(reason: str | None = None, device: int | None = None) -> None:
+    """:func:`synchronize`, recorded as a wait for ``reason`` (default: the caller's name);
+    with ``device``, only that device's streams."""
     if not _all_streams:
         return
     found, site = sites.wait_reason(3 if reason is None else 2)
     refuse_while_capturing(reason or found, site)
+    waited_for = [s for s in list(_all_streams) if device is None or s.device == device]
     began = records.now()
     try:
-        for s in list(_all_streams):
+        for s in waited_for:
             s._wait_for_queue()
     finally:
         records.note_wait(HostWait(reason or found, site, began, records.now()))
-    for s in list(_all_streams):
+    for s in waited_for:
         s.raise_deferred()
 
 

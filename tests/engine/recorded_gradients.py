@@ -14,7 +14,7 @@ def compare_with_recording(arrays: Any, name: str, device: str, outputs: tuple,
                            close: Callable[[tg.Tensor, Any], None]) -> None:
     total = None
     for k, out in enumerate(outputs):
-        assert out.device == tg.device(device)
+        assert out.device == tg.device("cuda:0" if device == "cuda" else device)
         close(out, arrays[f"{name}/output{k}"])
         term = (out * tg.tensor(arrays[f"{name}/upstream{k}"], device=device)).sum()
         total = term if total is None else total + term

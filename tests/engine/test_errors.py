@@ -107,16 +107,16 @@ def test_dim_and_index_out_of_range():
 def test_device_mismatch_names_both_devices():
     gpu, cpu = tg.ones(2, device="cuda"), tg.ones(2)
     message = ("Expected all tensors to be on the same device, but found at least two devices, "
-               "cuda and cpu (in Add). Fix: move one with .to('cuda') or .to('cpu') first.")
+               "cuda:0 and cpu (in Add). Fix: move one with .to('cuda:0') or .to('cpu') first.")
     with raises(RuntimeError, message):
         gpu + cpu
-    with raises(RuntimeError, "found at least two devices, cpu and cuda (in Mul)"):
+    with raises(RuntimeError, "found at least two devices, cpu and cuda:0 (in Mul)"):
         cpu * gpu
-    with raises(RuntimeError, "found at least two devices, cuda and cpu (in matmul)"):
+    with raises(RuntimeError, "found at least two devices, cuda:0 and cpu (in matmul)"):
         gpu @ tg.ones(2, 2)
-    with raises(RuntimeError, "found at least two devices, cuda and cpu (in cat)"):
+    with raises(RuntimeError, "found at least two devices, cuda:0 and cpu (in cat)"):
         tg.cat([gpu, cpu])
-    with raises(RuntimeError, "indices are on cuda but the tensor is on cpu"):
+    with raises(RuntimeError, "indices are on cuda:0 but the tensor is on cpu"):
         cpu[tg.tensor([0], device="cuda")]
 
 
@@ -302,7 +302,7 @@ def test_in_place_with_an_operand_that_requires_grad():
 
 def test_in_place_on_different_devices():
     t = tg.zeros(2, device="cuda")
-    with raises(RuntimeError, "found at least two devices, cuda and cpu (in add)"):
+    with raises(RuntimeError, "found at least two devices, cuda:0 and cpu (in add)"):
         t += tg.ones(2)
     assert t.tolist() == [0.0, 0.0] and t._version == 0
 

@@ -172,10 +172,10 @@ def test_linear_refuses_a_different_dtype():
     assert layer.double()(tg.ones(1, 2, dtype=tg.float64)).dtype is tg.float64
 
 
-def test_only_one_cuda_device():
-    with raises(RuntimeError, "invalid device 'cuda:1': teachgrad drives one GPU"):
-        tg.ones(2, device="cuda:1")
-    assert tg.ones(2, device="cuda:0").device == tg.device("cuda")
+def test_a_cuda_index_beyond_the_devices_is_refused():
+    with raises(RuntimeError, "invalid device cuda:2: the simulator is configured with 2"):
+        tg.ones(2, device="cuda:2")
+    assert tg.ones(2, device="cuda:0").device == tg.device("cuda:0")
 
 
 def test_arange_direction_must_match_step():

@@ -83,7 +83,7 @@ def test_bad_layer_arguments_are_refused(make, error, message):
     (lambda: nn.Conv2d(1, 1, 2)(tg.randn(1, 1, 3, 3, dtype=tg.float64)), RuntimeError,
      r"input type \(teachgrad.float64\) and weight type \(teachgrad.float32\) should be the same"),
     (lambda: nn.Conv2d(1, 1, 2)(tg.randn(1, 1, 3, 3, device="cuda")), RuntimeError,
-     "input is on cuda but weight is on cpu"),
+     "input is on cuda:0 but weight is on cpu"),
     (lambda: F.conv2d(tg.randn(1, 1, 3, 3), tg.randn(1, 1, 2, 2), tg.randn(2)), RuntimeError,
      r"bias must have shape \(1,\)"),
     (lambda: F.max_pool2d(tg.randn(1, 1, 2, 2), 3), RuntimeError, "output size .* is too small"),
@@ -184,7 +184,7 @@ def test_embedding_starts_normal_with_a_zero_padding_row_and_looks_up_rows():
     (lambda: F.embedding(tg.tensor([0]), tg.ones(2, 2), sparse=True), NotImplementedError,
      "does not support sparse=True"),
     (lambda: nn.Embedding(5, 2)(tg.tensor([0], device="cuda")), RuntimeError,
-     "indices are on cuda but the table is on cpu"),
+     "indices are on cuda:0 but the table is on cpu"),
 ])
 def test_bad_embedding_use_is_refused(call, error, message):
     with pytest.raises(error, match=message):
@@ -281,7 +281,7 @@ def test_the_cnn_computes_the_same_on_cuda_as_on_cpu():
     (nn.BatchNorm1d(2), tg.randn(3, 2, dtype=tg.float64),
      r"BatchNorm1d: input type \(teachgrad.float64\) and running_mean type \(teachgrad.float32\) "
      r"should be the same"),
-    (nn.BatchNorm2d(2), tg.randn(2, 2, 2, 2, device="cuda"), "input is on cuda but running_mean is on cpu"),
+    (nn.BatchNorm2d(2), tg.randn(2, 2, 2, 2, device="cuda"), "input is on cuda:0 but running_mean is on cpu"),
     (nn.LayerNorm(2), tg.randn(3, 2, dtype=tg.float64), r"layer_norm: input type \(teachgrad.float64\)"),
 ])
 def test_a_layer_of_another_dtype_or_device_is_an_error_not_a_silent_promotion(layer, x, message):
