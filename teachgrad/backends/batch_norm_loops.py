@@ -1,14 +1,14 @@
 """Batch norm's passes over the activation as compiled loops, for numpy arrays on the CPU.
 
 Written with whole-array numpy operations (:mod:`teachgrad.ops.batch_norm`), batch
-norm in training walks the activation six times forward (the mean, the centred
-input, its square, the variance, the scale, the shift) and seven times backward,
-each pass a numpy call that reads, and most of them write, a whole array. The loops
-below do the same arithmetic in three passes forward and two backward: each
-per-channel sum in one walk, and each output element written once.
+norm's output takes two passes (scale, then shift) and its backward seven, each a
+numpy call that reads, and most of them write, a whole array. The loops below do the
+same arithmetic in one pass for the output and two for the backward: both
+per-channel sums in one walk, and each output element written once. (The batch's
+statistics stay tensor operations, which ``tg.jit.trace`` can record.)
 
 Arrays are ``(N, C, M)``: the batch, the channels, and every other dimension
-flattened (``M`` values of a channel per sample). The sums accumulate in float64,
+flattened (``M`` values of a channel per sample). The backward's sums accumulate in float64,
 in any order (``fastmath={"reassoc"}`` lets the compiler split them into vector
 lanes): no worse than numpy's pairwise float32 sums, within rounding of them, and
 bit-identical to nothing. The elementwise passes do numpy's operations in numpy's
@@ -21,34 +21,6 @@ from numba import njit
 
 _SUMS = dict(cache=True, error_model="numpy", fastmath={"reassoc"})
 _PASSES = dict(cache=True, error_model="numpy")
-
-
-@njit(**_SUMS)
-def channel_sums(x, sums):
-    """``sums[c] = Σ x[:, c, :]``, in float64."""
-    n, c, m = x.shape
-    for channel in range(c):
-        total = 0.0
-        for sample in range(n):
-            row = x[sample, channel]
-            for k in range(m):
-                total += np.float64(row[k])
-        sums[channel] = total
-
-
-@njit(**_SUMS)
-def center(x, mean, centered, squares):
-    """``centered = x - mean[c]`` (in ``x``'s dtype) and ``squares[c] = Σ centered²`` (float64)."""
-    n, c, m = x.shape
-    for channel in range(c):
-        mu, total = mean[channel], 0.0
-        for sample in range(n):
-            row, out = x[sample, channel], centered[sample, channel]
-            for k in range(m):
-                d = row[k] - mu
-                out[k] = d
-                total += np.float64(d) * np.float64(d)
-        squares[channel] = total
 
 
 @njit(**_PASSES)

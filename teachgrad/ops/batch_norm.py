@@ -14,8 +14,8 @@ channel and sums taken per channel,
 ``x``, send their share of the gradient back).
 
 On numpy float arrays the passes are compiled loops
-(:mod:`teachgrad.backends.batch_norm_loops`: the same arithmetic, three walks over
-the activation forward and two backward instead of six and seven numpy calls).
+(:mod:`teachgrad.backends.batch_norm_loops`: the same arithmetic, one walk over the
+activation for the output and two backward instead of two and seven numpy calls).
 """
 from __future__ import annotations
 
@@ -33,19 +33,10 @@ def batch_statistics(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     the biased variance (mean and variance shaped ``(1, C, 1, ...)``, to broadcast).
 
     Not recorded for autograd: :class:`BatchNormTraining` differentiates through them.
+    Ordinary tensor operations, so that ``tg.jit.trace`` records them and a compiled
+    graph computes the same bits as eager (the compiled loops below run inside the
+    Function, where both take the same path).
     """
-    per_channel = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-    if loops_take(x._array):
-        from ..backends import batch_norm_loops as loops
-        values = _as_rows(np.ascontiguousarray(x._array))
-        count, sums = values.shape[0] * values.shape[2], np.empty(values.shape[1])
-        loops.channel_sums(values, sums)
-        mean = (sums / count).astype(values.dtype)
-        centered, squares = np.empty_like(values), np.empty_like(sums)
-        loops.center(values, mean, centered, squares)
-        var = (squares / count).astype(values.dtype)
-        return tuple(Tensor._make(a, x._backend, x.device) for a in (
-            mean.reshape(per_channel), centered.reshape(x.shape), var.reshape(per_channel)))
     axes = (0, *range(2, x.ndim))
     mean = x.mean(dim=axes, keepdim=True)
     centered = x - mean  # (squared by a product: a power is many times slower)
