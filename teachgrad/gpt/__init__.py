@@ -13,9 +13,9 @@
 from __future__ import annotations
 
 from .model import GPT, MLP, Block, CausalSelfAttention, GPTConfig
-from .sampling import generate, next_token_logits, sample_next
+from .sampling import generate, next_token_logits, padded_logits_fn, sample_next
 from .text import TEXTS, CharVocabulary, load_text, random_batch, split_ids
 
 __all__ = ["GPT", "GPTConfig", "Block", "CausalSelfAttention", "MLP", "generate",
-           "next_token_logits", "sample_next", "TEXTS", "CharVocabulary", "load_text",
+           "next_token_logits", "padded_logits_fn", "sample_next", "TEXTS", "CharVocabulary", "load_text",
            "random_batch", "split_ids"]

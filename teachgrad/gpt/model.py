@@ -136,12 +136,21 @@ class GPT(nn.Module):
                 nn.init.normal_(p, mean=0.0, std=0.02)
 
     def forward(self, idx: Tensor) -> Tensor:
+        return self.blocks_to_logits(self.embed(idx))
+
+    def embed(self, idx: Tensor) -> Tensor:
+        """``(B, T)`` ids -> ``(B, T, C)``: each token's vector plus its position's vector."""
         B, T = idx.shape
         if T > self.config.block_size:
             raise ValueError(f"GPT: a sequence of {T} tokens is longer than block_size "
                              f"{self.config.block_size}. Fix: keep the last {self.config.block_size}")
         pos = tg.arange(T, device=idx.device)
-        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+        return self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+
+    def blocks_to_logits(self, x: Tensor) -> Tensor:
+        """The residual stream ``(B, T, C)`` through the blocks, the final LayerNorm and the
+        head: all arithmetic on floats, which is the part ``tg.compile`` traces (the
+        embedding lookup checks its ids' values, a graph break for the tracer)."""
         for block in self.transformer.h:
             x = block(x)
         x = self.transformer.ln_f(x)

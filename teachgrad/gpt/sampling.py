@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 import teachgrad as tg
 from teachgrad.nn import functional as F
 from teachgrad.tensor import Tensor
@@ -75,3 +77,21 @@ def generate(model: Any, idx: Tensor, max_new_tokens: int, temperature: float = 
     finally:
         model.train(was_training)
     return idx
+
+
+def padded_logits_fn(run: Callable[[Any], Any], block_size: int) -> Callable[[Tensor], Tensor]:
+    """A ``logits_fn`` for :func:`generate` from a model exported at ``block_size`` tokens.
+
+    ``run(ids)`` takes an int64 numpy array ``(B, block_size)`` and returns the logits as a
+    numpy array (e.g. ``lambda ids: session.run(None, {"idx": ids})[0]`` for an
+    onnxruntime session). A shorter context is padded **on the right** to ``block_size``:
+    the model is causal, so the logits at position ``t`` depend on tokens ``0..t`` only and
+    the padding changes none of the positions that are read back.
+    """
+    def logits_fn(context: Tensor) -> Tensor:
+        ids = context.cpu().numpy()
+        length = ids.shape[1]
+        padded = np.zeros((ids.shape[0], block_size), dtype=np.int64)
+        padded[:, :length] = ids
+        return tg.tensor(np.asarray(run(padded))[:, :length])
+    return logits_fn

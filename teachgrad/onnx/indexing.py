@@ -22,7 +22,7 @@ def _unsupported(writer: Any, node: Any, what: str) -> Exception:
 def index(writer: Any, node: Any, x: Any, items: tuple) -> None:
     """Basic indexing (integers and slices, one per leading axis) as ``Slice`` + ``Squeeze``."""
     starts, ends, axes, steps, dropped = [], [], [], [], []
-    for axis, item in enumerate(items):
+    for axis, item in enumerate(_without_ellipsis(items, len(writer.meta(x).shape))):
         if isinstance(item, slice):
             if item == slice(None):
                 continue  # the whole axis: nothing to cut
@@ -45,6 +45,16 @@ def index(writer: Any, node: Any, x: Any, items: tuple) -> None:
         return
     cut = writer.emit("Slice", inputs, node, writer.temp(node, "slice"))
     writer.emit("Squeeze", [cut, writer.ints(dropped, node)], node)
+
+
+def _without_ellipsis(items: tuple, rank: int) -> tuple:
+    """``x[..., 1]`` as ``x[:, :, 1]``: the ellipsis stands for the axes no other item takes."""
+    where = [i for i, item in enumerate(items) if item is Ellipsis]
+    if not where:
+        return items
+    at = where[0]
+    rest = items[:at] + items[at + 1:]
+    return items[:at] + (slice(None),) * (rank - len(rest)) + items[at + 1:]
 
 
 def triangle(writer: Any, node: Any, x: Any, diagonal: int, upper: bool) -> None:
