@@ -26,6 +26,7 @@ import teachgrad as tg
 from teachgrad import nn
 from teachgrad.nn import functional as F
 from teachgrad.tensor import Tensor
+from teachgrad.utils.checkpoint import checkpoint
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,9 @@ class GPT(nn.Module):
             ln_f=nn.LayerNorm(config.n_embd, bias=config.bias)))
         if not config.tie_weights:  # tied: the output reuses the token embedding's table
             self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        #: True: each block keeps only its input for backward and runs again there
+        #: (``tg.utils.checkpoint``): less memory, about one more forward of time
+        self.checkpoint_blocks = False
         self._init_weights()
 
     def _init_weights(self) -> None:
@@ -152,7 +156,10 @@ class GPT(nn.Module):
         head: all arithmetic on floats, which is the part ``tg.compile`` traces (the
         embedding lookup checks its ids' values, a graph break for the tracer)."""
         for block in self.transformer.h:
-            x = block(x)
+            if self.checkpoint_blocks and self.training and tg.is_grad_enabled():
+                x = checkpoint(block, x, use_reentrant=False)
+            else:
+                x = block(x)
         x = self.transformer.ln_f(x)
         if self.config.tie_weights:
             return x @ self.transformer.wte.weight.t()

@@ -169,3 +169,15 @@ def test_compiled_forward_matches_eager_and_recompiles_for_a_new_length():
     (model(ids) ** 2).sum().backward()
     for got, want in zip(compiled_grads, (p.grad.numpy() for p in model.parameters())):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_checkpointed_blocks_give_the_same_gradients():
+    model = small_model(n_layer=2)
+    ids, targets = tg.tensor([[1, 2, 3, 4, 5]]), tg.tensor([[2, 3, 4, 5, 6]])
+    model.loss(ids, targets).backward()
+    plain = [p.grad.numpy().copy() for p in model.parameters()]
+    model.zero_grad()
+    model.checkpoint_blocks = True
+    model.loss(ids, targets).backward()
+    for got, want in zip((p.grad.numpy() for p in model.parameters()), plain):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
