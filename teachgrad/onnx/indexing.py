@@ -8,11 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from .errors import UnsupportedOperatorError
+
 LAST = np.iinfo(np.int64).max  # "to the end" for a Slice, whatever the axis' length
 
 
 def _unsupported(writer: Any, node: Any, what: str) -> Exception:
-    from .writer import UnsupportedOperatorError
     return UnsupportedOperatorError(
         f"ONNX export: indexing with {what} {writer.where(node)} has no ONNX translation in "
         "teachgrad's exporter (integers and slices do). Fix: index with slices, or index "

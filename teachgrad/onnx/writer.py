@@ -24,6 +24,7 @@ from ..ops import activation, convert, diagonals, elementwise as ew, indexing as
 from ..ops import normalization
 from ..ops import pointwise_activation as pa, reduce as red, shape as sh
 from . import indexing, layers
+from .errors import UnsupportedOperatorError
 
 SAME_NAME = {ew.Add: "Add", ew.Sub: "Sub", ew.Mul: "Mul", ew.Div: "Div", ew.Pow: "Pow",
              ew.Neg: "Neg", ew.Exp: "Exp", ew.Log: "Log", ew.Sqrt: "Sqrt", ew.Abs: "Abs",
@@ -34,10 +35,6 @@ SAME_NAME = {ew.Add: "Add", ew.Sub: "Sub", ew.Mul: "Mul", ew.Div: "Div", ew.Pow:
 COMPARE = {"eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual"}
 #: ops whose non-tensor arguments are sizes the writer knows how to make dynamic
 SHAPED = (sh.Reshape, sh.Expand)
-
-
-class UnsupportedOperatorError(RuntimeError):
-    """The graph uses an operation the exporter cannot write as ONNX."""
 
 
 class Writer:
