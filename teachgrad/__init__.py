@@ -65,7 +65,7 @@ def __getattr__(name: str):
     # heavier subpackages load on first use, so `import teachgrad` stays quick
     import importlib
     if name in ("nn", "optim", "data", "cuda", "kernels", "bench", "exercises", "widgets",
-                "utils", "jit", "onnx", "distributed", "tune", "amp", "profiler"):
+                "utils", "jit", "onnx", "distributed", "tune", "amp", "profiler", "gpt"):
         return importlib.import_module(f"{__name__}.{name}")
     if name in ("autocast", "is_autocast_enabled", "get_autocast_dtype"):  # (tg.autocast)
         return getattr(importlib.import_module(f"{__name__}.amp"), name)

@@ -13,7 +13,10 @@ It is a composition of existing operations (matmul, masked_fill, softmax,
 dropout), not a Function of its own: autograd differentiates it, and it runs on
 every device the operations run on. A fused kernel (FlashAttention) computes
 the same numbers without ever storing the ``L x S`` score matrix; this version
-stores it, which is what makes it readable.
+stores it, which is what makes it readable. On ``cuda``, a call that the tiled kernel
+``tg.kernels.flash_attention`` can compute (no mask besides ``is_causal``, no dropout,
+float32/float64, values as wide as the queries) runs that kernel instead: the same
+numbers without the matrix.
 
 Semantics are PyTorch 2.13's ``F.scaled_dot_product_attention`` (the reference
 implementation in its documentation):
@@ -54,10 +57,26 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         key, value = share_key_heads(key, query.shape[-3]), share_key_heads(value, query.shape[-3])
     if ATTENTION.fn is not None:
         return _plugged_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    if _tiled_kernel_fits(query, key, value, attn_mask, dropout_p):
+        return tg.kernels.flash_attention(query, key, value, causal=is_causal, scale=scale)
     weights = attention_weights(query, key, attn_mask, is_causal, scale)
     if dropout_p > 0.0:
         weights = tg.nn.functional.dropout(weights, dropout_p, training=True)
     return weights @ value
+
+
+def _tiled_kernel_fits(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None,
+                       dropout_p: float) -> bool:
+    """Whether the tiled ``cuda`` kernel (``tg.kernels.flash_attention``) computes this call:
+    on ``cuda``, float32 or float64, no mask but ``is_causal``, no dropout, values as wide as
+    the queries and the same leading (batch, head) shape. It gives the same numbers without
+    storing the ``L x S`` weights; every other call takes the readable path below."""
+    from teachgrad.kernels.attention import MAX_HEAD_DIM
+    return (query.device.type == "cuda" and attn_mask is None and dropout_p == 0.0
+            and query.dtype in (tg.float32, tg.float64)
+            and value.shape[-1] == query.shape[-1] <= MAX_HEAD_DIM
+            and tuple(query.shape[:-2]) == tuple(key.shape[:-2]) == tuple(value.shape[:-2])
+            and query.numel() > 0 and key.numel() > 0)
 
 
 def attention_weights(query: Tensor, key: Tensor, attn_mask: Tensor | None = None,

@@ -20,9 +20,11 @@ import numpy as np
 from ..jit.ir import Graph, Node, Ref
 from ..jit.ops import Compare
 from ..nn import conv
-from ..ops import activation, convert, elementwise as ew, linalg, normalization
+from ..ops import activation, convert, diagonals, elementwise as ew, indexing as ix, linalg, masked
+from ..ops import normalization
 from ..ops import pointwise_activation as pa, reduce as red, shape as sh
-from . import layers
+from . import indexing, layers
+from .errors import UnsupportedOperatorError
 
 SAME_NAME = {ew.Add: "Add", ew.Sub: "Sub", ew.Mul: "Mul", ew.Div: "Div", ew.Pow: "Pow",
              ew.Neg: "Neg", ew.Exp: "Exp", ew.Log: "Log", ew.Sqrt: "Sqrt", ew.Abs: "Abs",
@@ -33,10 +35,6 @@ SAME_NAME = {ew.Add: "Add", ew.Sub: "Sub", ew.Mul: "Mul", ew.Div: "Div", ew.Pow:
 COMPARE = {"eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual"}
 #: ops whose non-tensor arguments are sizes the writer knows how to make dynamic
 SHAPED = (sh.Reshape, sh.Expand)
-
-
-class UnsupportedOperatorError(RuntimeError):
-    """The graph uses an operation the exporter cannot write as ONNX."""
 
 
 class Writer:
@@ -364,4 +362,6 @@ TRANSLATIONS = {
     pa.Gelu: Writer.gelu, pa.GeluTanh: Writer.gelu_tanh, pa.Silu: Writer.silu,
     pa.LeakyRelu: Writer.leaky_relu, pa.Elu: Writer.elu, pa.Softplus: Writer.softplus,
     pa.Log1p: Writer.log1p, pa.Expm1: Writer.expm1,
+    ix.Index: indexing.index, diagonals.Triangle: indexing.triangle,
+    masked.MaskedFill: indexing.masked_fill,
 }
