@@ -86,8 +86,9 @@ def attention_weights(query: Tensor, key: Tensor, attn_mask: Tensor | None = Non
     which keeps the scores' spread independent of the width ``E``."""
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     scores = (query @ key.transpose(-2, -1)) * scale_factor
-    if is_causal:
+    if is_causal:  # row i sees keys 0..i: never a row without a key (when there are keys)
         attn_mask = causal_mask(query.shape[-2], key.shape[-2], query.device)
+        return masked_softmax(scores, attn_mask, rows_may_see_nothing=key.shape[-2] == 0)
     return masked_softmax(scores, attn_mask)
 
 
@@ -133,24 +134,29 @@ def causal_mask(queries: int, keys: int, device: Any = None) -> Tensor:
     return tg.ones((queries, keys), dtype=tg.bool, device=device).tril()
 
 
-def masked_softmax(scores: Tensor, attn_mask: Tensor | None) -> Tensor:
+def masked_softmax(scores: Tensor, attn_mask: Tensor | None,
+                   rows_may_see_nothing: bool = True) -> Tensor:
     """``softmax(scores + mask)`` over the keys, with rows that see no key at all set to zero.
 
     A boolean mask fills the pairs that do not take part with ``-inf`` (whose
     ``exp`` is exactly 0); a float mask is added. A row of only ``-inf`` would be
     ``0/0 = NaN``: such rows are found from the mask alone (it is small) and
-    given zero weights, so their gradient is zero too.
+    given zero weights, so their gradient is zero too. That is done whether or not
+    this mask has such a row (filling no element changes nothing): a branch on the
+    mask's values would be baked into a traced graph. A caller that knows its mask
+    leaves every row a key (the causal one) says so with ``rows_may_see_nothing=False``.
     """
     if attn_mask is None:
         return scores.softmax(-1)
     if attn_mask.dtype is tg.bool:
-        scores = scores.masked_fill(~attn_mask, float("-inf"))
-        dead_rows = (~attn_mask).all(-1).unsqueeze(-1)
+        hidden = ~attn_mask
+        scores = scores.masked_fill(hidden, float("-inf"))
     else:
+        hidden = attn_mask == float("-inf")
         scores = scores + attn_mask.to(scores.dtype)
-        dead_rows = (attn_mask == float("-inf")).all(-1).unsqueeze(-1)
-    if not bool(dead_rows.any()):
+    if not rows_may_see_nothing:
         return scores.softmax(-1)
+    dead_rows = hidden.all(-1).unsqueeze(-1)
     return scores.masked_fill(dead_rows, 0.0).softmax(-1).masked_fill(dead_rows, 0.0)
 
 

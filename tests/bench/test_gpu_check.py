@@ -28,7 +28,7 @@ def test_dry_run_goes_through_every_step(tmp_path: Path):
     log = (tmp_path / "log.txt").read_text()
     summary = (tmp_path / "summary.txt").read_text().splitlines()
     assert [line.split(":")[0] for line in summary] == [
-        "describe", "tests", "chapters", "bench", "runtime"], summary
+        "describe", "tests", "chapters", "bench", "runtime", "cuda-graphs"], summary
     assert all(": exit 0," in line for line in summary), (summary, log[-3000:])
     assert done.returncode == 0, done.stderr
 

@@ -144,7 +144,7 @@ def test_a_stub_is_not_solved_yet_and_a_plain_function_is_refused():
 
 
 def test_the_catalog_lists_it_as_a_build_exercise_of_the_part():
-    [exercise] = tg.exercises.catalog(17)
+    [exercise] = [e for e in tg.exercises.catalog(17) if e.checker == "ch17.check_online_softmax"]
     assert (exercise.id, exercise.kind, exercise.plugs_into) == \
         ("17.2", "build", ("cuda.online_softmax",))
     assert "cuda.online_softmax" in tg.exercises.parts()
