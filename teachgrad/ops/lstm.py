@@ -21,6 +21,7 @@ arrays each step's gate arithmetic is also one compiled pass (``gates_forward`` 
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -119,7 +120,7 @@ def gates_forward(bk: Any, a: Any, c: Any) -> tuple[Any, Any]:
         # one tanh over all four quarters: a/2 for the σ gates, a itself for g (times 1,
         # exactly a), so numpy's vectorised tanh runs once; the loop then finishes the
         # gates in that same array
-        gates = np.multiply(a, _gate_scales(a.dtype))
+        gates = np.multiply(a, _gate_scales(a.dtype, a.shape[-1]))
         np.tanh(gates, out=gates)
         c_new = np.empty_like(c)
         one = gates.dtype.type(1)
@@ -165,14 +166,15 @@ def gates_backward(bk: Any, gates: Any, c_before: Any, tanh_c: Any, dh_next: Any
     return grad_a, bk.binary("mul", dc, f)  # c reaches the step before through f
 
 
-_GATE_SCALES = {dtype: np.array([[0.5], [0.5], [1.0], [0.5]], dtype=dtype)
-                for dtype in (np.dtype(np.float32), np.dtype(np.float64))}
-
-
-def _gate_scales(dtype: Any) -> np.ndarray:
-    """A ``(4, 1)`` column for ``(B, 4, H)`` pre-activations: ½ for the σ gates i, f, o
-    (``σ(a) = (1 + tanh(a/2)) / 2``), 1 for the cell candidate g (``tanh(a)``)."""
-    return _GATE_SCALES[dtype]
+@lru_cache(maxsize=16)
+def _gate_scales(dtype: Any, hidden: int) -> np.ndarray:
+    """``(4, H)`` factors for ``(B, 4, H)`` pre-activations: ½ for the σ gates i, f, o
+    (``σ(a) = (1 + tanh(a/2)) / 2``), 1 for the cell candidate g (``tanh(a)``). A full
+    row rather than a ``(4, 1)`` column: numpy multiplies by a contiguous row about
+    twice as fast as it broadcasts a column along it."""
+    scales = np.repeat(np.array([[0.5], [0.5], [1.0], [0.5]], dtype=dtype), hidden, axis=1)
+    scales.flags.writeable = False  # shared by every call
+    return scales
 
 
 def _tanh_shift(bk: Any, dtype: Any) -> Any:
