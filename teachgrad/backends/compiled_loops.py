@@ -15,6 +15,13 @@ LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 def loops_take(*arrays: Any) -> bool:
     """Whether the compiled loops take these: numpy arrays of one float dtype."""
-    dtype = arrays[0].dtype if type(arrays[0]) is np.ndarray else None
-    return dtype in LOOP_DTYPES and all(type(a) is np.ndarray and a.dtype == dtype
-                                        for a in arrays)
+    # (a plain loop, not all() over a generator: this runs once per LSTM step, and the
+    # generator's set-up cost as much as the checks)
+    first = arrays[0]
+    if type(first) is not np.ndarray or first.dtype not in LOOP_DTYPES:
+        return False
+    dtype = first.dtype
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype is not dtype and a.dtype != dtype:
+            return False
+    return True

@@ -50,13 +50,15 @@ def lerp(x, end, weight, weight_minus_one):
 
 
 @njit(**_OPTIONS)
-def lstm_gates_backward(gates, c_before, tanh_c, dh, dc, one, grad_gates, dc_before):
+def lstm_gates_backward(gates, c_before, tanh_c, dh_next, dh_output, dc, one, grad_gates,
+                        dc_before):
     """One LSTM step's backward through its gates, in one pass (``ops/lstm.py`` has the
     same arithmetic as whole-array operations, and the equations).
 
     ``gates`` is ``(B, 4, H)`` (i, f, g, o after σ / tanh); ``c_before``, ``tanh_c`` (of
-    the new cell), ``dh`` (the gradient reaching h') and ``dc`` (reaching c' from the step
-    after) are ``(B, H)``. Writes the gradient of the gates' pre-activations into
+    the new cell), ``dh_next`` and ``dh_output`` (the gradient reaching h' from the step
+    after and from the output at this step) and ``dc`` (reaching c' from the step after)
+    are ``(B, H)``. Writes the gradient of the gates' pre-activations into
     ``grad_gates`` ``(B, 4, H)`` and the one reaching the old cell into ``dc_before``.
     """
     batch, _, hidden = gates.shape
@@ -64,7 +66,7 @@ def lstm_gates_backward(gates, c_before, tanh_c, dh, dc, one, grad_gates, dc_bef
         for k in range(hidden):
             i, f, g, o = gates[b, 0, k], gates[b, 1, k], gates[b, 2, k], gates[b, 3, k]
             t = tanh_c[b, k]
-            dh_k = dh[b, k]
+            dh_k = dh_next[b, k] + dh_output[b, k]
             dc_k = dc[b, k] + dh_k * (o * (one - t * t))       # h' = o tanh(c')
             grad_gates[b, 0, k] = dc_k * g * (i * (one - i))     # c' = f c + i g, σ' = σ(1 - σ)
             grad_gates[b, 1, k] = dc_k * c_before[b, k] * (f * (one - f))
@@ -74,16 +76,17 @@ def lstm_gates_backward(gates, c_before, tanh_c, dh, dc, one, grad_gates, dc_bef
 
 
 @njit(**_OPTIONS)
-def lstm_gates_forward(squashed, g, c, one, half, gates, c_new):
-    """One LSTM step's gates and new cell, in one pass, from ``squashed = tanh(a / 2)``
-    ``(B, 4, H)`` and ``g = tanh(a_g)`` ``(B, H)`` (numpy's vectorised tanh made both):
-    ``σ(a) = (1 + tanh(a/2)) / 2`` for i, f, o; writes the four gates into ``gates``
-    ``(B, 4, H)`` and ``c' = f c + i g`` into ``c_new``."""
-    batch, _, hidden = squashed.shape
+def lstm_gates_forward(gates, c, one, half, c_new):
+    """One LSTM step's gates and new cell, in one pass, in place: ``gates`` ``(B, 4, H)``
+    arrives as ``tanh(a / 2)`` for i, f, o and ``tanh(a)`` for g (numpy's vectorised tanh
+    made it) and leaves as the gates, ``σ(a) = (1 + tanh(a/2)) / 2`` for i, f, o; writes
+    ``c' = f c + i g`` into ``c_new`` ``(B, H)``."""
+    batch, _, hidden = gates.shape
     for b in range(batch):
         for k in range(hidden):
-            i = (one + squashed[b, 0, k]) * half
-            f = (one + squashed[b, 1, k]) * half
-            o = (one + squashed[b, 3, k]) * half
-            gates[b, 0, k], gates[b, 1, k], gates[b, 2, k], gates[b, 3, k] = i, f, g[b, k], o
-            c_new[b, k] = f * c[b, k] + i * g[b, k]
+            i = (one + gates[b, 0, k]) * half
+            f = (one + gates[b, 1, k]) * half
+            g = gates[b, 2, k]
+            gates[b, 0, k], gates[b, 1, k] = i, f
+            gates[b, 3, k] = (one + gates[b, 3, k]) * half
+            c_new[b, k] = f * c[b, k] + i * g

@@ -21,6 +21,7 @@ arrays each step's gate arithmetic is also one compiled pass (``gates_forward`` 
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -85,10 +86,10 @@ class LSTMSequence(Function):
         grad_gates: list[Any] = [None] * steps
         dh, dc = grad_h_last._array, grad_c_last._array
         for t in reversed(_time_order(steps, ctx.reverse)):
-            # h' reaches the loss through the output at t and through the step after
-            dh = bk.binary("add", dh, bk.getitem(grad_output._array, _step(t, ctx.batch_first)))
+            # h' reaches the loss through the step after (dh) and the output at t
             grad_a, dc = gates_backward(bk, gates[t], _state_before(cells, c0, t, ctx.reverse),
-                                        tanh_cells[t], dh, dc)
+                                        tanh_cells[t], dh,
+                                        bk.getitem(grad_output._array, _step(t, ctx.batch_first)), dc)
             grad_a = bk.reshape(grad_a, (batch, 4 * hidden))
             grad_gates[t] = grad_a
             dh = bk.matmul(grad_a, weight_hh)  # on to the step before, through W_hh
@@ -114,36 +115,43 @@ def gates_forward(bk: Any, a: Any, c: Any) -> tuple[Any, Any]:
     numbers, where σ's own formula takes seven), then g's quarter is tanh. On numpy
     arrays numpy's tanh does the tanh and one compiled pass the rest.
     """
+    if loops_take(a, c):
+        from ..backends import pointwise_loops
+        # one tanh over all four quarters: a/2 for the σ gates, a itself for g (times 1,
+        # exactly a), so numpy's vectorised tanh runs once; the loop then finishes the
+        # gates in that same array
+        gates = np.multiply(a, _gate_scales(a.dtype, a.shape[-1]))
+        np.tanh(gates, out=gates)
+        c_new = np.empty_like(c)
+        one = gates.dtype.type(1)
+        pointwise_loops.lstm_gates_forward(gates, c, one, one / 2, c_new)
+        return gates, c_new
     squashed = bk.unary("tanh", bk.binary("mul", a, 0.5))
     g = bk.unary("tanh", bk.getitem(a, (slice(None), 2)))
-    if loops_take(squashed, g, c):
-        from ..backends import pointwise_loops
-        gates, c_new = np.empty_like(squashed), np.empty_like(c)
-        one = squashed.dtype.type(1)
-        pointwise_loops.lstm_gates_forward(squashed, g, c, one, one / 2, gates, c_new)
-        return gates, c_new
     gates = bk.binary("mul", bk.binary("add", squashed, 1.0), 0.5)
     bk.setitem(gates, (slice(None), 2), g)
     i, f, g, _ = (bk.getitem(gates, (slice(None), k)) for k in range(4))
     return gates, bk.binary("add", bk.binary("mul", f, c), bk.binary("mul", i, g))
 
 
-def gates_backward(bk: Any, gates: Any, c_before: Any, tanh_c: Any, dh: Any,
-                   dc: Any) -> tuple[Any, Any]:
+def gates_backward(bk: Any, gates: Any, c_before: Any, tanh_c: Any, dh_next: Any,
+                   dh_output: Any, dc: Any) -> tuple[Any, Any]:
     """One step's backward through its gates: ``(grad of the pre-activations a (B, 4, H),
-    grad reaching the cell before the step)``, from ``dh`` (reaching h') and ``dc``
+    grad reaching the cell before the step)``, from the gradient reaching h' (``dh_next``
+    from the step after plus ``dh_output`` from the output at this step) and ``dc``
     (reaching c' from the step after).
 
     On numpy arrays one compiled pass does it (``backends/pointwise_loops.py``, the same
     arithmetic): the twenty-odd whole-array operations below cost more in calls than in
     arithmetic at these sizes.
     """
-    if loops_take(gates, c_before, tanh_c, dh, dc):
+    if loops_take(gates, c_before, tanh_c, dh_next, dh_output, dc):
         from ..backends import pointwise_loops
         grad_a, dc_before = np.empty_like(gates), np.empty_like(dc)
-        pointwise_loops.lstm_gates_backward(gates, c_before, tanh_c, dh, dc, gates.dtype.type(1),
-                                            grad_a, dc_before)
+        pointwise_loops.lstm_gates_backward(gates, c_before, tanh_c, dh_next, dh_output, dc,
+                                            gates.dtype.type(1), grad_a, dc_before)
         return grad_a, dc_before
+    dh = bk.binary("add", dh_next, dh_output)
     i, f, g, o = (bk.getitem(gates, (slice(None), k)) for k in range(4))
     # h' = o tanh(c'): the gradient reaches c' from h' and from the step after
     dc = bk.binary("add", dc, bk.binary("mul", dh, bk.binary("mul", o, _one_minus_square(bk, tanh_c))))
@@ -156,6 +164,17 @@ def gates_backward(bk: Any, gates: Any, c_before: Any, tanh_c: Any, dh: Any,
                        bk.binary("sub", 1.0, gates))
     grad_a = bk.binary("mul", bk.binary("mul", incoming, partners), slopes)
     return grad_a, bk.binary("mul", dc, f)  # c reaches the step before through f
+
+
+@lru_cache(maxsize=16)
+def _gate_scales(dtype: Any, hidden: int) -> np.ndarray:
+    """``(4, H)`` factors for ``(B, 4, H)`` pre-activations: ½ for the σ gates i, f, o
+    (``σ(a) = (1 + tanh(a/2)) / 2``), 1 for the cell candidate g (``tanh(a)``). A full
+    row rather than a ``(4, 1)`` column: numpy multiplies by a contiguous row about
+    twice as fast as it broadcasts a column along it."""
+    scales = np.repeat(np.array([[0.5], [0.5], [1.0], [0.5]], dtype=dtype), hidden, axis=1)
+    scales.flags.writeable = False  # shared by every call
+    return scales
 
 
 def _tanh_shift(bk: Any, dtype: Any) -> Any:

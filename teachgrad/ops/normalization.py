@@ -10,10 +10,17 @@ dimensions (``n`` values each), ``σ = sqrt(var + eps)`` and ``g = grad · weigh
 (the two means remove what moving every value, or stretching them all, would do: the
 normalised output cannot feel either). ``weight`` gets ``Σ grad · x̂`` and ``bias``
 ``Σ grad``, summed over the leading dimensions by the engine, as for any broadcast.
+
+On numpy arrays of one float dtype the passes are compiled loops instead
+(:mod:`teachgrad.backends.layer_norm_loops`: two walks over the rows each way, the
+same formulas, sums in float64); every other backend runs the operations written below.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd.function import Context, Function
+from ..backends.compiled_loops import loops_take
 from ..tensor import Tensor
 
 
@@ -24,6 +31,11 @@ class LayerNorm(Function):
     def forward(ctx: Context, x: Tensor, weight: Tensor | None, bias: Tensor | None,
                 axes: tuple[int, ...], eps: float):
         b, a = ctx.backend, x._array
+        ctx.axes, ctx.weight = axes, weight
+        weight_row, bias_row = _affine_rows(a, weight, bias, axes)
+        if loops_take(a, weight_row, bias_row):
+            return _forward_loops(ctx, x, weight_row, bias_row, eps)
+        ctx.weight_row = None  # (backward then runs the tensor operations too)
         count = 1
         for axis in axes:
             count *= x.shape[axis]
@@ -34,13 +46,14 @@ class LayerNorm(Function):
         normalized = b.binary("mul", centered, inv_std)
         ctx.normalized = Tensor._make(normalized, b, x.device)  # (backward's x̂ and 1/σ)
         ctx.inv_std = Tensor._make(inv_std, b, x.device)
-        ctx.axes, ctx.weight = axes, weight
         out = normalized if weight is None else b.binary("mul", normalized, weight._array)
         return out if bias is None else b.binary("add", out, bias._array)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         normalized, axes = ctx.normalized, ctx.axes
+        if ctx.weight_row is not None and loops_take(grad._array, ctx.weight_row):
+            return _backward_loops(ctx, grad)
         g = grad if ctx.weight is None else grad * ctx.weight
         dx = None
         if ctx.needs_input_grad[0]:
@@ -50,3 +63,63 @@ class LayerNorm(Function):
         dw = grad * normalized if ctx.needs_input_grad[1] else None
         db = grad if ctx.needs_input_grad[2] else None
         return dx, dw, db, None, None
+
+
+def _affine_rows(a, weight: Tensor | None, bias: Tensor | None, axes: tuple[int, ...]):
+    """``weight`` and ``bias`` as 1-D rows of the normalised values, for the loops: ones
+    and zeros where absent (``x̂ · 1 + 0`` is ``x̂``); ``(None, None)`` unless ``a`` is a
+    numpy array normalised over its last dimensions (the only axes ``layer_norm`` passes)."""
+    if type(a) is not np.ndarray or axes != tuple(range(a.ndim - len(axes), a.ndim)):
+        return None, None
+    n = int(np.prod([a.shape[axis] for axis in axes]))
+
+    def row(t: Tensor | None, fill: int):
+        if t is None:
+            return np.full(n, fill, a.dtype)
+        return t._array.reshape(-1) if type(t._array) is np.ndarray else None  # (another device)
+    return row(weight, 1), row(bias, 0)
+
+
+def _forward_loops(ctx: Context, x: Tensor, weight_row, bias_row, eps: float):
+    from ..backends import layer_norm_loops as loops
+
+    n = weight_row.shape[0]
+    rows = np.ascontiguousarray(x._array).reshape(-1, n)
+    dtype = rows.dtype.type
+    mean, inv_std = np.empty(rows.shape[0], rows.dtype), np.empty(rows.shape[0], rows.dtype)
+    loops.row_statistics(rows, dtype(eps), dtype(1), mean, inv_std)
+    normalized, out = np.empty_like(rows), np.empty_like(rows)
+    loops.normalize(rows, mean, inv_std, weight_row, bias_row, normalized, out)
+    stats_shape = (*x.shape[:x.ndim - len(ctx.axes)], *(1,) * len(ctx.axes))
+    backend, device = ctx.backend, x.device
+    ctx.normalized = Tensor._make(normalized.reshape(x.shape), backend, device)
+    ctx.inv_std = Tensor._make(inv_std.reshape(stats_shape), backend, device)
+    ctx.weight_row = weight_row
+    return out.reshape(x.shape)
+
+
+def _backward_loops(ctx: Context, grad: Tensor):
+    from ..backends import layer_norm_loops as loops
+
+    normalized, weight_row = ctx.normalized._array, ctx.weight_row
+    n = weight_row.shape[0]
+    grad_rows = np.ascontiguousarray(grad._array).reshape(-1, n)
+    x_hat = normalized.reshape(-1, n)
+    inv_std = np.ascontiguousarray(ctx.inv_std._array).reshape(-1)
+    sum_g, sum_gx = np.empty(len(grad_rows)), np.empty(len(grad_rows))
+    loops.row_gradient_sums(grad_rows, x_hat, weight_row, sum_g, sum_gx)
+    dtype = normalized.dtype
+    shift, stretch = (sum_g / n).astype(dtype), (sum_gx / n).astype(dtype)
+    dx = np.empty_like(grad_rows)
+    sum_weight, sum_bias = np.zeros(n), np.zeros(n)
+    loops.input_gradient(grad_rows, x_hat, weight_row, shift, stretch, inv_std, dx,
+                         sum_weight, sum_bias)
+    backend, device = ctx.backend, grad.device
+    needs_x, needs_w, needs_b = ctx.needs_input_grad[:3]
+    dx = Tensor._make(dx.reshape(normalized.shape), backend, device) if needs_x else None
+    affine_shape = normalized.shape[normalized.ndim - len(ctx.axes):]
+    dw = (Tensor._make(sum_weight.astype(dtype).reshape(affine_shape), backend, device)
+          if needs_w else None)
+    db = (Tensor._make(sum_bias.astype(dtype).reshape(affine_shape), backend, device)
+          if needs_b else None)
+    return dx, dw, db, None, None

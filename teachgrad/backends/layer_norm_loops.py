@@ -1,0 +1,85 @@
+"""Layer norm's passes over the activation as compiled loops, for numpy arrays on the CPU.
+
+Written with whole-array numpy operations (:class:`teachgrad.ops.normalization.LayerNorm`),
+layer norm's forward takes two reductions and seven passes over the activation, and its
+backward (written with tensor operations) about ten more, each a numpy call that reads,
+and most of them write, a whole array. The loops below walk each row (the ``n``
+normalised values of one position) twice forward (its statistics, then its output) and
+twice backward (its two sums, then its gradient), and add the weight's and bias's
+gradients up on the way.
+
+Arrays are ``(rows, n)``: every leading dimension folded into rows. Sums accumulate in
+float64; the row statistics' sums in any order (``fastmath={"reassoc"}`` lets the
+compiler split them into vector lanes): no worse than numpy's pairwise float32 sums,
+within rounding of them, and bit-identical to nothing. The elementwise passes do the
+whole-array code's operations in its order, with no fused multiply-add.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_SUMS = dict(cache=True, error_model="numpy", fastmath={"reassoc"})
+_PASSES = dict(cache=True, error_model="numpy")
+
+
+@njit(**_SUMS)
+def row_statistics(x, eps, one, mean, inv_std):
+    """Each row's mean and ``1 / sqrt(var + eps)`` (the biased variance, of the centred
+    values, as the whole-array code computes it)."""
+    rows, n = x.shape
+    for r in range(rows):
+        row = x[r]
+        total = 0.0
+        for k in range(n):
+            total += np.float64(row[k])
+        mean[r] = total / n
+        m = mean[r]  # (in the array's dtype, as the centring below uses it)
+        squares = 0.0
+        for k in range(n):
+            d = row[k] - m
+            squares += np.float64(d * d)
+        inv_std[r] = squares / n  # the variance, rounded to the array's dtype first
+        inv_std[r] = one / np.sqrt(inv_std[r] + eps)
+
+
+@njit(**_PASSES)
+def normalize(x, mean, inv_std, weight, bias, normalized, out):
+    """``normalized = (x - mean) * inv_std`` and ``out = normalized * weight + bias``."""
+    rows, n = x.shape
+    for r in range(rows):
+        m, s = mean[r], inv_std[r]
+        row, x_hat, result = x[r], normalized[r], out[r]
+        for k in range(n):
+            value = (row[k] - m) * s
+            x_hat[k] = value
+            result[k] = value * weight[k] + bias[k]
+
+
+@njit(**_SUMS)
+def row_gradient_sums(grad, normalized, weight, sum_g, sum_g_normalized):
+    """Each row's ``Σ g`` and ``Σ g · x̂`` (float64), with ``g = grad · weight``."""
+    rows, n = grad.shape
+    for r in range(rows):
+        grad_row, x_hat = grad[r], normalized[r]
+        total_g, total_gx = 0.0, 0.0
+        for k in range(n):
+            g = grad_row[k] * weight[k]
+            total_g += np.float64(g)
+            total_gx += np.float64(g * x_hat[k])
+        sum_g[r], sum_g_normalized[r] = total_g, total_gx
+
+
+@njit(**_PASSES)
+def input_gradient(grad, normalized, weight, shift, stretch, inv_std, dx, sum_weight, sum_bias):
+    """``dx = (g - shift - x̂ · stretch) · inv_std`` with ``g = grad · weight`` (``shift``
+    and ``stretch`` are each row's ``mean(g)`` and ``mean(g · x̂)``); adds ``grad · x̂``
+    and ``grad`` of every row into ``sum_weight`` and ``sum_bias`` (float64)."""
+    rows, n = grad.shape
+    for r in range(rows):
+        a, b, s = shift[r], stretch[r], inv_std[r]
+        grad_row, x_hat, result = grad[r], normalized[r], dx[r]
+        for k in range(n):
+            result[k] = (grad_row[k] * weight[k] - a - x_hat[k] * b) * s
+            sum_weight[k] += np.float64(grad_row[k] * x_hat[k])
+            sum_bias[k] += np.float64(grad_row[k])

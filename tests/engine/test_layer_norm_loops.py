@@ -1,0 +1,54 @@
+"""Layer norm's compiled loops (numpy float arrays) against its whole-array operations
+(the path every other backend, and a recorded backward, takes)."""
+import numpy as np
+import pytest
+
+import teachgrad as tg
+import teachgrad.nn.functional as F
+from teachgrad.ops import normalization
+
+rng = np.random.default_rng(7)
+
+
+def _run(x0, shape, w0, b0, g0, strided=False):
+    x = tg.tensor(x0, requires_grad=True)
+    w = None if w0 is None else tg.tensor(w0, requires_grad=True)
+    b = None if b0 is None else tg.tensor(b0, requires_grad=True)
+    inp = x.transpose(0, 1) if strided else x
+    y = F.layer_norm(inp, shape, w, b)
+    y.backward(tg.tensor(g0))
+    grads = [x.grad] + [t.grad for t in (w, b) if t is not None]
+    return [y.detach().numpy()] + [g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("affine", ["both", "weight", "none"])
+@pytest.mark.parametrize("shape,strided", [((6,), False), ((3, 6), False), ((6,), True)])
+def test_loops_compute_what_the_array_operations_do(dtype, affine, shape, strided, monkeypatch):
+    x0 = (rng.standard_normal((4, 5, 3, 6)) * 3 + 1).astype(dtype)
+    w0 = rng.standard_normal(shape).astype(dtype) if affine != "none" else None
+    b0 = rng.standard_normal(shape).astype(dtype) if affine == "both" else None
+    out_shape = (5, 4, 3, 6) if strided else x0.shape
+    g0 = rng.standard_normal(out_shape).astype(dtype)
+    called = []
+    for name in ("_forward_loops", "_backward_loops"):
+        real = getattr(normalization, name)
+        monkeypatch.setattr(normalization, name,
+                            lambda *args, name=name, real=real: called.append(name) or real(*args))
+    fused = _run(x0, shape, w0, b0, g0, strided)
+    assert called == ["_forward_loops", "_backward_loops"], "the compiled loops did not run"
+    monkeypatch.setattr(normalization, "loops_take", lambda *arrays: False)
+    plain = _run(x0, shape, w0, b0, g0, strided)
+    tolerance = 2e-5 if dtype == np.float32 else 1e-12
+    assert len(fused) == len(plain)
+    for a, b in zip(fused, plain):
+        assert a.dtype == dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance)
+
+
+def test_loops_match_numpy_formula():
+    x0 = rng.standard_normal((7, 10)).astype(np.float64)
+    w0, b0 = rng.standard_normal(10), rng.standard_normal(10)
+    out = F.layer_norm(tg.tensor(x0), (10,), tg.tensor(w0), tg.tensor(b0)).numpy()
+    mean, var = x0.mean(1, keepdims=True), x0.var(1, keepdims=True)
+    np.testing.assert_allclose(out, (x0 - mean) / np.sqrt(var + 1e-5) * w0 + b0, rtol=1e-12)
