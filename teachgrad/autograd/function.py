@@ -16,12 +16,12 @@ import numpy as np
 from .. import cuda_devices
 from ..backends import get_backend
 from ..backends.low_precision import LOW_NUMPY, low_precision, narrow
+from ..device import CPU, Device, mismatch_error
 from ..dtypes import LOW_PRECISION
+from . import grad_mode
 
 _FLOAT32 = np.dtype(np.float32)
 _LOW_DTYPES = frozenset(LOW_PRECISION)
-from ..device import CPU, Device, mismatch_error
-from . import grad_mode
 
 #: ``teachgrad.tensor.Tensor``, set by that module as soon as the class exists
 #: (it imports this module, so this module cannot import it back at load time).
