@@ -24,7 +24,7 @@ from types import ModuleType
 from ..autograd.function import Function
 from ..ops import (activation, batch_norm, conv, convert, counting, elementwise, embedding,
                    indexing, linalg, loss, lstm, norms, reduce, shape, statistics)
-from ..ops import diagonals, gather_scatter, masked, scans, sorting
+from ..ops import attention, diagonals, gather_scatter, masked, scans, sorting
 from ..ops import normalization, pointwise_activation
 from . import ops as jit_ops
 
@@ -32,7 +32,7 @@ from . import ops as jit_ops
 BUILTIN_MODULES: tuple[ModuleType, ...] = (
     elementwise, reduce, shape, indexing, conv, activation, linalg, convert, embedding, loss,
     batch_norm, sorting, gather_scatter, masked, scans, diagonals, statistics, norms, counting,
-    lstm, pointwise_activation, normalization, jit_ops)
+    lstm, pointwise_activation, normalization, attention, jit_ops)
 
 # A registered name is ``module.path:Qual.Name`` made of plain identifiers.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:"

@@ -40,7 +40,9 @@ from typing import Any
 import numpy as np
 
 import teachgrad as tg
-from teachgrad.autograd import parts
+from teachgrad.autograd import function, parts
+from teachgrad.backends.compiled_loops import loops_take
+from teachgrad.ops.attention import ScaledDotProductAttention
 from teachgrad.tensor import Tensor
 
 NAME = "scaled_dot_product_attention"
@@ -59,6 +61,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         return _plugged_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
     if _tiled_kernel_fits(query, key, value, attn_mask, dropout_p):
         return tg.kernels.flash_attention(query, key, value, causal=is_causal, scale=scale)
+    if _cpu_loops_fit(query, key, value, attn_mask, dropout_p):
+        scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+        return ScaledDotProductAttention.apply(query, key, value, is_causal, scale_factor)
     weights = attention_weights(query, key, attn_mask, is_causal, scale)
     if dropout_p > 0.0:
         weights = tg.nn.functional.dropout(weights, dropout_p, training=True)
@@ -77,6 +82,20 @@ def _tiled_kernel_fits(query: Tensor, key: Tensor, value: Tensor, attn_mask: Ten
             and value.shape[-1] == query.shape[-1] <= MAX_HEAD_DIM
             and tuple(query.shape[:-2]) == tuple(key.shape[:-2]) == tuple(value.shape[:-2])
             and query.numel() > 0 and key.numel() > 0)
+
+
+def _cpu_loops_fit(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None,
+                   dropout_p: float) -> bool:
+    """Whether one Function with compiled loops computes this call on the CPU
+    (``teachgrad.ops.attention``): numpy arrays of one float dtype, no mask but
+    ``is_causal``, no dropout, autocast off, the same leading (batch, head) shape, keys
+    to attend to. The same numbers within rounding, in two passes over the score matrix
+    each way instead of the composition's ten; every other call takes the readable path."""
+    shape = tuple(query.shape[:-2])
+    return (attn_mask is None and dropout_p == 0.0 and function.cast_policy is None
+            and shape == tuple(key.shape[:-2]) == tuple(value.shape[:-2])
+            and key.shape[-2] > 0 and query.numel() > 0
+            and loops_take(query._array, key._array, value._array))
 
 
 def attention_weights(query: Tensor, key: Tensor, attn_mask: Tensor | None = None,
@@ -146,6 +165,8 @@ def masked_softmax(scores: Tensor, attn_mask: Tensor | None,
     mask's values would be baked into a traced graph. A caller that knows its mask
     leaves every row a key (the causal one) says so with ``rows_may_see_nothing=False``.
     """
+    if scores.shape[-1] == 0:  # no keys: no weights (and nothing for softmax to reduce)
+        return scores * 0.0
     if attn_mask is None:
         return scores.softmax(-1)
     if attn_mask.dtype is tg.bool:

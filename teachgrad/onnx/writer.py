@@ -20,10 +20,10 @@ import numpy as np
 from ..jit.ir import Graph, Node, Ref
 from ..jit.ops import Compare
 from ..nn import conv
-from ..ops import activation, convert, diagonals, elementwise as ew, indexing as ix, linalg, masked
+from ..ops import activation, attention, convert, diagonals, elementwise as ew, indexing as ix, linalg, masked
 from ..ops import normalization
 from ..ops import pointwise_activation as pa, reduce as red, shape as sh
-from . import indexing, layers
+from . import attention as onnx_attention, indexing, layers
 from .errors import UnsupportedOperatorError
 
 SAME_NAME = {ew.Add: "Add", ew.Sub: "Sub", ew.Mul: "Mul", ew.Div: "Div", ew.Pow: "Pow",
@@ -364,4 +364,5 @@ TRANSLATIONS = {
     pa.Log1p: Writer.log1p, pa.Expm1: Writer.expm1,
     ix.Index: indexing.index, diagonals.Triangle: indexing.triangle,
     masked.MaskedFill: indexing.masked_fill,
+    attention.ScaledDotProductAttention: onnx_attention.scaled_dot_product_attention,
 }

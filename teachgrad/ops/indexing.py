@@ -137,6 +137,8 @@ def _to_backend(t: Tensor, arr: np.ndarray) -> Any:
 class Index(Function):
     rule = "∂a[i]/∂a: the gradient goes back to the positions that were read (repeats add up)"
     is_view = True  # basic indexing (ints, slices) gives a view
+    formula_on_arrays = True  # (backward computes on the arrays either way; see there)
+    fresh_gradients = True  # (a new array of a's shape)
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, index: tuple):
@@ -145,6 +147,9 @@ class Index(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
+        # (on a tensor, or on its numpy array when the engine runs formulas on arrays)
+        if type(grad) is not Tensor:
+            return ctx.backend.index_add(ctx.shape, ctx.dtype, ctx.index, grad), None
         full = ctx.backend.index_add(ctx.shape, ctx.dtype, ctx.index, grad._array)
         return Tensor._make(full, ctx.backend, grad.device), None
 

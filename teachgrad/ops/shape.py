@@ -12,6 +12,7 @@ from ..tensor import Tensor
 class Reshape(Function):
     rule = "∂reshape(a)/∂a: reshape the gradient back to a's shape"
     is_view = True
+    formula_on_arrays = True  # (.reshape only: the same call on a tensor and an array)
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, shape: tuple):
@@ -26,6 +27,7 @@ class Reshape(Function):
 class Permute(Function):
     rule = "∂permute(a)/∂a: permute the gradient back with the inverse order"
     is_view = True
+    formula_on_arrays = True  # (see backward: a tensor's permute is an array's transpose)
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, axes: tuple):
@@ -37,7 +39,9 @@ class Permute(Function):
         inverse = [0] * len(ctx.axes)
         for i, axis in enumerate(ctx.axes):
             inverse[axis] = i
-        return grad.permute(*inverse), None
+        if type(grad) is Tensor:
+            return grad.permute(*inverse), None
+        return grad.transpose(inverse), None  # (the engine runs this on a numpy array)
 
 
 class Expand(Function):
@@ -56,6 +60,7 @@ class Expand(Function):
 class Contiguous(Function):
     rule = "∂contiguous(a)/∂a = 1 (only the memory layout changes)"
     is_view = True
+    formula_on_arrays = True  # (the gradient passes through unchanged)
 
     @staticmethod
     def forward(ctx: Context, a: Tensor):
