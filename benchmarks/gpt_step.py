@@ -2,6 +2,7 @@
 
     cd benchmarks && python gpt_step.py            # (with torch on the path for the ratio)
     cd benchmarks && python gpt_step.py --quick
+    cd benchmarks && python gpt_step.py --clock cpu   # the thread's CPU time (crowded machine)
 
 teachgrad runs ``teachgrad.gpt.GPT`` itself; PyTorch runs the same architecture written
 in torch (``scripts/torch_gpt.py``: nanoGPT's model, attention through
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from common import (  # (first: it sets one thread per library before numpy loads)
-    compare, header, import_torch, parse_arguments, print_table, save, table_columns, table_row,
+    CLOCKS, compare, header, import_torch, parse_arguments, print_table, save, table_columns, table_row,
 )
 
 import numpy as np  # noqa: E402
@@ -63,15 +64,22 @@ def step_for(lib: Any, size: dict) -> Any:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    args = parse_arguments(__doc__, argv, loops=3, repeats=21, quick=(2, 5), out="gpt_step.json")
+    def clock_option(parser: Any) -> None:
+        parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                            help="time by the wall clock (default) or the thread's CPU time "
+                                 "(for a crowded machine: see CLOCKS in common.py)")
+
+    args = parse_arguments(__doc__, argv, loops=3, repeats=21, quick=(2, 5), out="gpt_step.json",
+                           extra=clock_option)
     torch = import_torch()
     run_header = header(torch)
     rows = {}
     for name, size in SIZES.items():
         rows[name] = row = compare(lambda lib: step_for(lib, size), torch, loops=args.loops,
-                                   repeats=args.repeats, scale=1e3, unit="ms", target=TARGET)
+                                   repeats=args.repeats, scale=1e3, unit="ms", target=TARGET,
+                                   clock=args.clock)
         print_table(f"{name}: one AdamW step of teachgrad.gpt.GPT ({size}, batch {BATCH}), "
-                    "milliseconds (median; min in the last three columns)", table_columns(TARGET),
+                    f"milliseconds of {args.clock} time (median; min in the last three columns)", table_columns(TARGET),
                     [table_row(row, "ms")])
         if row["ratio_max"] is not None:
             print(f"ratio of maxima: {row['ratio_max']:.2f}")
@@ -79,7 +87,8 @@ def main(argv: list[str] | None = None) -> dict:
               "shapes": {name: dict(size, batch=BATCH) for name, size in SIZES.items()},
               "step": "zero_grad, GPT forward (SDPA is_causal), cross_entropy, backward, "
                       "AdamW(lr=1e-3, weight_decay=0.1).step",
-              "loops": args.loops, "repeats": args.repeats, "target_ratio": TARGET,
+              "loops": args.loops, "repeats": args.repeats, "clock": args.clock,
+              "target_ratio": TARGET,
               "result": rows["chapter"], "result_wider": rows["wider"]}
     save(result, Path(args.out))
     return result

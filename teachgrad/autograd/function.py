@@ -313,6 +313,9 @@ class Function(metaclass=_FunctionMeta):
     #: like its primitives (``Backend.array_arithmetic``) the engine runs it on the arrays,
     #: a fraction of a microsecond per operation instead of a tensor operation each.
     formula_on_arrays: bool = False
+    #: True when that formula also takes inputs of different dtypes (float scores and
+    #: integer targets): it then runs on arrays for those too, not only for one dtype.
+    arrays_of_any_dtype: bool = False
     #: True when every gradient the formula returns is a new array that nothing else holds
     #: (a matrix product, a sum) or a view of one, never an incoming gradient or a saved
     #: input passed on. A leaf may then keep such an array (not a view) as its ``.grad``
@@ -415,7 +418,8 @@ class Function(metaclass=_FunctionMeta):
         if record:
             produced = outputs if type(outputs) is tuple else (outputs,)
             _record(Node(cls, ctx, tuple(edges), tuple(metas), produced, tuple(constants),
-                         one_dtype and cls.formula_on_arrays and backend.array_arithmetic),
+                         (one_dtype or cls.arrays_of_any_dtype) and cls.formula_on_arrays
+                         and backend.array_arithmetic),
                     ctx, produced)
         return outputs
 

@@ -1,6 +1,8 @@
 """The negative log-likelihood loss as one operation: the last step of cross-entropy."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
 
@@ -27,11 +29,20 @@ class NLLLoss(Function):
         total = backend.reduce("sum", losses, None, False)
         return backend.binary("div", total, float(rows)) if reduction == "mean" else total
 
+    formula_on_arrays = True  # (backward computes on numpy arrays when given them; see there)
+    arrays_of_any_dtype = True  # (the integer targets are only read as positions)
+    fresh_gradients = True  # (a new array of logp's shape)
+
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         rows = ctx.shape[0]
         if ctx.reduction == "mean":
             grad = grad / rows
+        if type(grad) is not Tensor:  # numpy arrays (the engine's usual way on the CPU): the
+            # rows' picks are distinct positions, so each is written once, no adding up
+            full = np.zeros(ctx.shape, ctx.dtype)
+            full[ctx.index] = -grad
+            return full, None, None
         per_row = -grad.expand(rows) if ctx.reduction != "none" else -grad
         full = ctx.backend.index_add(ctx.shape, ctx.dtype, ctx.index, per_row._array)
         return Tensor._make(full, ctx.backend, grad.device), None, None
