@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from .base import COMPARISONS, Array, Backend, Scalar
+from .compiled_loops import LOOP_DTYPES
 
 _UNARY = {
     "neg": np.negative,
@@ -126,14 +127,25 @@ def _picks_whole_rows(shape: tuple, index: tuple, values: Array) -> bool:
 def _add_rows(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
     """``out[rows[k]] += values[k]`` for every k, a row used twice collecting both.
 
-    What ``np.add.at`` does, several times faster for rows: sort the row numbers,
-    sum each run of equal ones with one ``reduceat``, write each sum once.
+    What ``np.add.at`` does, several times faster for rows: for a float matrix, one
+    compiled loop (:mod:`teachgrad.backends.row_loops`); otherwise by sorting (below).
     """
     rows = rows.reshape(-1)
-    rows = np.where(rows < 0, rows + out.shape[0], rows)  # (-1 is the last row, as in numpy)
-    values = values.reshape((rows.size,) + out.shape[1:])
     if rows.size == 0:
         return
+    if out.dtype in LOOP_DTYPES and values.dtype == out.dtype and out.ndim == 2 \
+            and out.flags.c_contiguous:
+        from .row_loops import add_rows
+        add_rows(out, rows, np.ascontiguousarray(values).reshape(rows.size, out.shape[1]))
+    else:
+        add_rows_sorted(out, rows, values)
+
+
+def add_rows_sorted(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """``_add_rows`` by whole-array passes: sort the row numbers, sum each run of equal
+    ones with one ``reduceat``, write each sum once."""
+    rows = np.where(rows < 0, rows + out.shape[0], rows)  # (-1 is the last row, as in numpy)
+    values = values.reshape((rows.size,) + out.shape[1:])
     order = np.argsort(rows, kind="stable")  # (stable: the same order of additions each time)
     sorted_rows = rows[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_rows[1:] != sorted_rows[:-1])))
