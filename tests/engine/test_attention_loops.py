@@ -148,3 +148,18 @@ def test_onnx_export_writes_the_operations_out(is_causal):
     want = F.scaled_dot_product_attention(*(tg.tensor(a) for a in (q, k, v)),
                                           is_causal=is_causal, scale=0.7).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_onnx_causal_mask_follows_dynamic_lengths():
+    rng = np.random.default_rng(8)
+    example = tuple(tg.tensor(rng.standard_normal((1, 2, 4, 3)).astype(np.float32)) for _ in range(3))
+    buffer = io.BytesIO()
+    tg.onnx.export(Attend(True), example, buffer, input_names=["q", "k", "v"],
+                   output_names=["out"], dynamic_axes={n: [2] for n in ("q", "k", "v", "out")})
+    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    for length in (1, 7):
+        q, k, v = (rng.standard_normal((1, 2, length, 3)).astype(np.float32) for _ in range(3))
+        (got,) = session.run(None, {"q": q, "k": k, "v": v})
+        want = F.scaled_dot_product_attention(*(tg.tensor(a) for a in (q, k, v)), is_causal=True,
+                                              scale=0.7).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
