@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 _OPTIONS = dict(cache=True, error_model="numpy")
 # For the row sums: "reassoc" lets the compiler add a row in SIMD lanes (eight or sixteen
@@ -55,34 +56,36 @@ def erf_float32(x):
     return x * p / q
 
 
-@njit(**_OPTIONS)
-def normal_cdf_float32(v):
-    """Phi(v) = (1 + erf(v / sqrt(2))) / 2 in float32 throughout (the fast erf; float64
-    constants would widen every element, and a float32 lane is half as wide: twice the SIMD)."""
-    return HALF_32 * (ONE_32 + erf_float32(v * SQRT_HALF_32))
-
-
-@njit(**_OPTIONS)
-def normal_cdf_float64(v):
-    """Phi(v) = (1 + erf(v / sqrt(2))) / 2 with the C library's erf."""
+def normal_cdf(v):
+    """Phi(v) = (1 + erf(v / sqrt(2))) / 2 (in Python; compiled code takes the overload below)."""
     return 0.5 * (1.0 + math.erf(v * SQRT_HALF))
 
 
+@overload(normal_cdf)
+def _normal_cdf_compiled(v):
+    """Phi in ``v``'s own precision, chosen when a loop is compiled for a dtype: float32
+    throughout with the fast erf (float64 constants would widen every element, and a
+    float32 SIMD lane is half as wide, so twice as many per instruction), or float64 with
+    the C library's erf."""
+    if v == types.float32:
+        return lambda v: HALF_32 * (ONE_32 + erf_float32(v * SQRT_HALF_32))
+    return lambda v: 0.5 * (1.0 + math.erf(v * SQRT_HALF))
+
+
 @njit(**_OPTIONS)
-def gelu(out, x, normal_cdf):
-    """``out = x * Phi(x)`` element by element; all 1-D, one length and dtype
-    (``normal_cdf``: the function above for that dtype, compiled into the loop)."""
+def gelu(out, x):
+    """``out = x * Phi(x)`` element by element; all 1-D, one length and dtype."""
     for i in range(x.size):
         out[i] = x[i] * normal_cdf(x[i])
 
 
 @njit(**_OPTIONS)
-def gelu_backward(out, x, density, grad, normal_cdf, pdf_scale):
-    """``out = grad * (Phi(x) + x * phi(x))``, given ``density = exp(-x^2 / 2)`` and
-    ``pdf_scale = 1 / sqrt(2 pi)`` in the data's dtype."""
+def gelu_backward(out, x, grad, pdf_scale):
+    """``out = grad * (Phi(x) + x * phi(x))``; ``out`` holds ``exp(-x^2 / 2)`` on entry (one
+    array for both: no scratch), ``pdf_scale = 1 / sqrt(2 pi)`` in the data's dtype."""
     for i in range(x.size):
         v = x[i]
-        out[i] = grad[i] * (normal_cdf(v) + v * (pdf_scale * density[i]))
+        out[i] = grad[i] * (normal_cdf(v) + v * (pdf_scale * out[i]))
 
 
 @njit(**_OPTIONS)
@@ -117,12 +120,10 @@ def _scaled_square(out, x, scale):
         out[i] = x[i] * x[i] * scale
 
 
-def _density(x: np.ndarray) -> np.ndarray:
-    """``exp(-x^2 / 2)`` in one scratch array: ``-x^2 / 2`` in one loop, then numpy's
-    SIMD exp in place."""
-    e = np.empty_like(x)
-    _scaled_square(e, x, x.dtype.type(-0.5))  # (-0.5 in x's dtype: no widening)
-    return np.exp(e, out=e)
+def _density(out: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``out = exp(-x^2 / 2)``: ``-x^2 / 2`` in one loop, then numpy's SIMD exp in place."""
+    _scaled_square(out, x, x.dtype.type(-0.5))  # (-0.5 in x's dtype: no widening)
+    return np.exp(out, out=out)
 
 
 @njit(**_OPTIONS)
@@ -184,12 +185,11 @@ def run(name: str, x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
         return softmax(x, grad)
     flat = x.reshape(-1)
     out = np.empty_like(flat)
-    normal_cdf = normal_cdf_float32 if x.dtype == np.float32 else normal_cdf_float64
     if name == "gelu" and grad is None:
-        gelu(out, flat, normal_cdf)
+        gelu(out, flat)
     elif name == "gelu":
         pdf_scale = x.dtype.type(NORMAL_PDF_SCALE)
-        gelu_backward(out, flat, _density(flat), grad.reshape(-1), normal_cdf, pdf_scale)
+        gelu_backward(_density(out, flat), flat, grad.reshape(-1), pdf_scale)
     elif grad is None:
         gelu_tanh(out, flat, _tanh_of_inner(flat))
     else:
