@@ -175,14 +175,54 @@ def softmax(x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
     return out.reshape(x.shape)
 
 
+@njit(**_ROW_SUM_OPTIONS)
+def _subtract_log_row_sum(out, e):
+    """``out[r] -= log(sum(e[r]))``, given ``e = exp(out)``: the shifted row minus its
+    log-sum-exp."""
+    for r in range(out.shape[0]):
+        total = e[r, 0] * 0
+        for j in range(e.shape[1]):
+            total += e[r, j]
+        shift = np.log(total)
+        for j in range(out.shape[1]):
+            out[r, j] = out[r, j] - shift
+
+
+@njit(**_ROW_SUM_OPTIONS)
+def log_softmax_backward(out, grad):
+    """``out = grad - softmax * sum(grad)`` row by row; ``out`` holds the softmax on entry."""
+    for r in range(out.shape[0]):
+        total = grad[r, 0] * 0
+        for j in range(out.shape[1]):
+            total += grad[r, j]
+        for j in range(out.shape[1]):
+            out[r, j] = grad[r, j] - out[r, j] * total
+
+
+def log_softmax(x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
+    """Log-softmax over the last axis (``x``: the input), or with ``grad`` its input
+    gradient (``x``: then log-softmax's own output). Each way one numpy ``exp`` and one or
+    two loops; composed from primitives it is six passes forward and four operations back."""
+    rows = x.reshape(-1, x.shape[-1])
+    out = np.empty_like(rows)
+    if grad is None:
+        _subtract_row_max(out, rows)
+        _subtract_log_row_sum(out, np.exp(out))
+    else:
+        np.exp(rows, out=out)  # the softmax, from its logarithm
+        log_softmax_backward(out, grad.reshape(rows.shape))
+    return out.reshape(x.shape)
+
+
 def run(name: str, x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
-    """``name`` ("gelu" or "gelu_tanh") of ``x``, or with ``grad`` its input gradient.
+    """``name`` ("gelu", "gelu_tanh"; "softmax", "log_softmax" over the last axis) of ``x``,
+    or with ``grad`` its input gradient.
 
     The exponential and tanh are numpy's (vectorised; numba's are a C library call per
     element, ten to forty times slower), each in one scratch array; the rest is one loop.
     """
-    if name == "softmax":
-        return softmax(x, grad)
+    if name in ("softmax", "log_softmax"):
+        return (softmax if name == "softmax" else log_softmax)(x, grad)
     flat = x.reshape(-1)
     out = np.empty_like(flat)
     if name == "gelu" and grad is None:
