@@ -1,4 +1,5 @@
-"""GELU's (and softmax's) forward and backward in one pass over memory, for the CPU backends.
+"""GELU's (and softmax's and log_softmax's) forward and backward in one pass over memory,
+for the CPU backends.
 
 Composed from primitives, GELU is about five whole-array passes forward (scale, erf,
 add, multiply, multiply) and ten backward; on a transformer's MLP activations (half a
@@ -116,6 +117,7 @@ def _tanh_of_inner(x: np.ndarray) -> np.ndarray:
 
 @njit(**_OPTIONS)
 def _scaled_square(out, x, scale):
+    """``out = x * x * scale`` (``scale`` in x's dtype), one pass."""
     for i in range(x.size):
         out[i] = x[i] * x[i] * scale
 
@@ -219,7 +221,8 @@ def run(name: str, x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
     or with ``grad`` its input gradient.
 
     The exponential and tanh are numpy's (vectorised; numba's are a C library call per
-    element, ten to forty times slower), each in one scratch array; the rest is one loop.
+    element, ten to forty times slower), in one scratch array or in the output itself;
+    the rest is one loop.
     """
     if name in ("softmax", "log_softmax"):
         return (softmax if name == "softmax" else log_softmax)(x, grad)
