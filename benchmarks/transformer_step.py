@@ -26,6 +26,9 @@ libraries: teachgrad's is a composition of the same engine operations.
 Both libraries start from the same weights and batch and take turns, many steps per
 timing; median, minimum and maximum, and the ratio teachgrad / PyTorch. One thread each
 (``common.py``). Target: at most 1.2x.
+
+With ``--clock cpu`` each timing is the CPU time of the calling thread instead of the wall
+clock: on a crowded machine it leaves out the waits for a core.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from common import (  # (first: it sets one thread per library before numpy loads)
-    compare, header, import_torch, parse_arguments, print_table, save, table_columns, table_row,
+    CLOCKS, compare, header, import_torch, parse_arguments, print_table, save, table_columns, table_row,
 )
 
 import numpy as np  # noqa: E402
@@ -140,19 +143,26 @@ def step_for(lib: Any, sdpa: bool = False) -> Any:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    args = parse_arguments(__doc__, argv, loops=3, repeats=21, quick=(2, 5), out="transformer_step.json")
+    def options(parser: Any) -> None:
+        parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                            help="time by the wall clock (default) or the thread's CPU time "
+                                 "(for a crowded machine: see CLOCKS in common.py)")
+
+    args = parse_arguments(__doc__, argv, loops=3, repeats=21, quick=(2, 5), out="transformer_step.json",
+                           extra=options)
     torch = import_torch()
     import teachgrad
     replaced = stand_ins(teachgrad)
     run_header = header(torch)
     row = compare(step_for, torch, loops=args.loops, repeats=args.repeats, scale=1e3, unit="ms",
-                  target=TARGET)
+                  target=TARGET, clock=args.clock)
     print_table(
         f"one AdamW step of a one-block GPT (vocab {VOCAB}, block {BLOCK}, embed {EMBED}, "
-        f"{HEADS} heads, batch {BATCH}), milliseconds (median; min in the last three columns)",
+        f"{HEADS} heads, batch {BATCH}), milliseconds of {args.clock} time (median; min in the "
+        "last three columns)",
         table_columns(TARGET), [table_row(row, "ms")])
     row_sdpa = compare(lambda lib: step_for(lib, sdpa=True), torch, loops=args.loops,
-                       repeats=args.repeats, scale=1e3, unit="ms", target=TARGET)
+                       repeats=args.repeats, scale=1e3, unit="ms", target=TARGET, clock=args.clock)
     print_table("the same step with attention as F.scaled_dot_product_attention(is_causal=True), "
                 "milliseconds", table_columns(TARGET), [table_row(row_sdpa, "ms")])
     if replaced:
@@ -163,7 +173,7 @@ def main(argv: list[str] | None = None) -> dict:
                         "batch": BATCH},
               "step": "zero_grad, embeddings, pre-norm attention block with F.gelu MLP, "
                       "cross_entropy, backward, AdamW(lr=3e-4, weight_decay=0.1).step",
-              "stand_ins": replaced, "loops": args.loops, "repeats": args.repeats,
+              "stand_ins": replaced, "loops": args.loops, "repeats": args.repeats, "clock": args.clock,
               "target_ratio": TARGET, "result": row, "result_sdpa": row_sdpa}
     save(result, Path(args.out))
     return result

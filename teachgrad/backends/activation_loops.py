@@ -1,4 +1,5 @@
-"""GELU's (and softmax's) forward and backward in one pass over memory, for the CPU backends.
+"""GELU's (and softmax's and log_softmax's) forward and backward in one pass over memory,
+for the CPU backends.
 
 Composed from primitives, GELU is about five whole-array passes forward (scale, erf,
 add, multiply, multiply) and ten backward; on a transformer's MLP activations (half a
@@ -20,13 +21,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 _OPTIONS = dict(cache=True, error_model="numpy")
+# For the row sums: "reassoc" lets the compiler add a row in SIMD lanes (eight or sixteen
+# partial sums, added at the end) instead of one element after the other; the sum then
+# differs from numpy's (pairwise) in the last bits, as any two summation orders do.
+_ROW_SUM_OPTIONS = dict(_OPTIONS, fastmath={"reassoc"})
 SQRT_HALF = math.sqrt(0.5)
 NORMAL_PDF_SCALE = 1.0 / math.sqrt(2.0 * math.pi)
 TANH_SCALE = math.sqrt(2.0 / math.pi)
 TANH_CUBIC = 0.044715
+# float32 copies: numba freezes them into the loops as float32 constants
+HALF_32, ONE_32, SQRT_HALF_32 = np.float32(0.5), np.float32(1.0), np.float32(SQRT_HALF)
 
 
 @njit(**_OPTIONS)
@@ -49,27 +57,36 @@ def erf_float32(x):
     return x * p / q
 
 
-@njit(**_OPTIONS)
-def _normal_cdf(v, single):
-    """Phi(v) = (1 + erf(v / sqrt(2))) / 2; ``single``: float32 data (the fast erf)."""
-    scaled = v * SQRT_HALF
-    e = erf_float32(np.float32(scaled)) if single else math.erf(scaled)
-    return 0.5 * (1.0 + e)
+def normal_cdf(v):
+    """Phi(v) = (1 + erf(v / sqrt(2))) / 2 (in Python; compiled code takes the overload below)."""
+    return 0.5 * (1.0 + math.erf(v * SQRT_HALF))
+
+
+@overload(normal_cdf)
+def _normal_cdf_compiled(v):
+    """Phi in ``v``'s own precision, chosen when a loop is compiled for a dtype: float32
+    throughout with the fast erf (float64 constants would widen every element, and a
+    float32 SIMD lane is half as wide, so twice as many per instruction), or float64 with
+    the C library's erf."""
+    if v == types.float32:
+        return lambda v: HALF_32 * (ONE_32 + erf_float32(v * SQRT_HALF_32))
+    return lambda v: 0.5 * (1.0 + math.erf(v * SQRT_HALF))
 
 
 @njit(**_OPTIONS)
-def gelu(out, x, single):
+def gelu(out, x):
     """``out = x * Phi(x)`` element by element; all 1-D, one length and dtype."""
     for i in range(x.size):
-        out[i] = x[i] * _normal_cdf(x[i], single)
+        out[i] = x[i] * normal_cdf(x[i])
 
 
 @njit(**_OPTIONS)
-def gelu_backward(out, x, density, grad, single):
-    """``out = grad * (Phi(x) + x * phi(x))``, given ``density = exp(-x^2 / 2)``."""
+def gelu_backward(out, x, grad, pdf_scale):
+    """``out = grad * (Phi(x) + x * phi(x))``; ``out`` holds ``exp(-x^2 / 2)`` on entry (one
+    array for both: no scratch), ``pdf_scale = 1 / sqrt(2 pi)`` in the data's dtype."""
     for i in range(x.size):
         v = x[i]
-        out[i] = grad[i] * (_normal_cdf(v, single) + v * (NORMAL_PDF_SCALE * density[i]))
+        out[i] = grad[i] * (normal_cdf(v) + v * (pdf_scale * out[i]))
 
 
 @njit(**_OPTIONS)
@@ -98,11 +115,17 @@ def _tanh_of_inner(x: np.ndarray) -> np.ndarray:
     return np.tanh(t, out=t)
 
 
-def _density(x: np.ndarray) -> np.ndarray:
-    """``exp(-x^2 / 2)`` in one scratch array (numpy's SIMD exp)."""
-    e = np.multiply(x, x)
-    e *= x.dtype.type(-0.5)
-    return np.exp(e, out=e)
+@njit(**_OPTIONS)
+def _scaled_square(out, x, scale):
+    """``out = x * x * scale`` (``scale`` in x's dtype), one pass."""
+    for i in range(x.size):
+        out[i] = x[i] * x[i] * scale
+
+
+def _density(out: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``out = exp(-x^2 / 2)``: ``-x^2 / 2`` in one loop, then numpy's SIMD exp in place."""
+    _scaled_square(out, x, x.dtype.type(-0.5))  # (-0.5 in x's dtype: no widening)
+    return np.exp(out, out=out)
 
 
 @njit(**_OPTIONS)
@@ -118,7 +141,7 @@ def _subtract_row_max(out, rows):
             out[r, j] = rows[r, j] - top
 
 
-@njit(**_OPTIONS)
+@njit(**_ROW_SUM_OPTIONS)
 def _divide_by_row_sum(e):
     for r in range(e.shape[0]):
         total = e[r, 0] * 0
@@ -128,7 +151,7 @@ def _divide_by_row_sum(e):
             e[r, j] = e[r, j] / total
 
 
-@njit(**_OPTIONS)
+@njit(**_ROW_SUM_OPTIONS)
 def softmax_backward(out, s, grad):
     """``out = s * (grad - sum(grad * s))`` row by row, given the softmax ``s``."""
     for r in range(s.shape[0]):
@@ -154,21 +177,62 @@ def softmax(x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
     return out.reshape(x.shape)
 
 
+@njit(**_ROW_SUM_OPTIONS)
+def _subtract_log_row_sum(out, e):
+    """``out[r] -= log(sum(e[r]))``, given ``e = exp(out)``: the shifted row minus its
+    log-sum-exp."""
+    for r in range(out.shape[0]):
+        total = e[r, 0] * 0
+        for j in range(e.shape[1]):
+            total += e[r, j]
+        shift = np.log(total)
+        for j in range(out.shape[1]):
+            out[r, j] = out[r, j] - shift
+
+
+@njit(**_ROW_SUM_OPTIONS)
+def log_softmax_backward(out, grad):
+    """``out = grad - softmax * sum(grad)`` row by row; ``out`` holds the softmax on entry."""
+    for r in range(out.shape[0]):
+        total = grad[r, 0] * 0
+        for j in range(out.shape[1]):
+            total += grad[r, j]
+        for j in range(out.shape[1]):
+            out[r, j] = grad[r, j] - out[r, j] * total
+
+
+def log_softmax(x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
+    """Log-softmax over the last axis (``x``: the input), or with ``grad`` its input
+    gradient (``x``: then log-softmax's own output). Each way one numpy ``exp`` and one or
+    two loops; composed from primitives it is six passes forward and four operations back."""
+    rows = x.reshape(-1, x.shape[-1])
+    out = np.empty_like(rows)
+    if grad is None:
+        _subtract_row_max(out, rows)
+        _subtract_log_row_sum(out, np.exp(out))
+    else:
+        np.exp(rows, out=out)  # the softmax, from its logarithm
+        log_softmax_backward(out, grad.reshape(rows.shape))
+    return out.reshape(x.shape)
+
+
 def run(name: str, x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
-    """``name`` ("gelu" or "gelu_tanh") of ``x``, or with ``grad`` its input gradient.
+    """``name`` ("gelu", "gelu_tanh"; "softmax", "log_softmax" over the last axis) of ``x``,
+    or with ``grad`` its input gradient.
 
     The exponential and tanh are numpy's (vectorised; numba's are a C library call per
-    element, ten to forty times slower), each in one scratch array; the rest is one loop.
+    element, ten to forty times slower), in one scratch array or in the output itself;
+    the rest is one loop.
     """
-    if name == "softmax":
-        return softmax(x, grad)
+    if name in ("softmax", "log_softmax"):
+        return (softmax if name == "softmax" else log_softmax)(x, grad)
     flat = x.reshape(-1)
     out = np.empty_like(flat)
-    single = x.dtype == np.float32
     if name == "gelu" and grad is None:
-        gelu(out, flat, single)
+        gelu(out, flat)
     elif name == "gelu":
-        gelu_backward(out, flat, _density(flat), grad.reshape(-1), single)
+        pdf_scale = x.dtype.type(NORMAL_PDF_SCALE)
+        gelu_backward(_density(out, flat), flat, grad.reshape(-1), pdf_scale)
     elif grad is None:
         gelu_tanh(out, flat, _tanh_of_inner(flat))
     else:

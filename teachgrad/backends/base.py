@@ -243,10 +243,11 @@ class Backend(ABC):
     # sequence of primitives (one temporary array, two or three passes over memory); a
     # backend may do the same arithmetic in one pass, in the same order.
     def fused_activation(self, name: str, x: Array, grad: Array | None = None) -> Array | None:
-        """The activation ``name`` ("gelu", "gelu_tanh"; "softmax" over the last axis) of
-        ``x`` or, given ``grad``, its input gradient (for softmax ``x`` is then its output),
-        in one compiled pass; None where this backend has no such pass (the Function then
-        composes primitives: see ``ops/pointwise_activation.py``, ``ops/activation.py``)."""
+        """The activation ``name`` ("gelu", "gelu_tanh"; "softmax", "log_softmax" over the last
+        axis) of ``x`` or, given ``grad``, its input gradient (for the two softmaxes ``x`` is
+        then their output), in one compiled pass; None where this backend has no such pass
+        (the Function then composes primitives: see ``ops/pointwise_activation.py``,
+        ``ops/activation.py``)."""
         return None
 
     def addcmul_inplace(self, x: Array, a: Array, b: Array, value: float) -> None:

@@ -16,13 +16,27 @@ def _stable_exp(backend, x, dim: int):
     return shifted, e, backend.reduce("sum", e, (dim,), True)
 
 
+def _fused_forward(ctx: Context, name: str, a: Tensor, dim: int):
+    """The backend's one-pass ``name`` over the last dimension, or None (another dimension,
+    or a backend without the loops)."""
+    return ctx.backend.fused_activation(name, a._array) if dim == a.ndim - 1 else None
+
+
+def _fused_backward(ctx: Context, name: str, grad: Tensor) -> Tensor | None:
+    """The backend's one-pass input gradient of ``name`` from its output, or None."""
+    out = ctx.output
+    if ctx.dim != out.ndim - 1 or grad.dtype is not out.dtype:
+        return None
+    fused = ctx.backend.fused_activation(name, out._array, grad._array)
+    return None if fused is None else Tensor._make(fused, ctx.backend, grad.device)
+
+
 class Softmax(Function):
     rule = "∂softmax/∂a = s ⊙ (grad − Σ grad ⊙ s)"
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, dim: int):
-        last = dim == a.ndim - 1  # (the CPU backends have one-pass loops for rows)
-        out = ctx.backend.fused_activation("softmax", a._array) if last else None
+        out = _fused_forward(ctx, "softmax", a, dim)  # (the CPU backends have loops for rows)
         if out is None:
             _, e, total = _stable_exp(ctx.backend, a._array, dim)
             out = ctx.backend.binary("div", e, total)
@@ -31,11 +45,10 @@ class Softmax(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
+        fused = _fused_backward(ctx, "softmax", grad)
+        if fused is not None:
+            return fused, None
         s = ctx.output
-        if ctx.dim == s.ndim - 1 and grad.dtype is s.dtype:
-            fused = ctx.backend.fused_activation("softmax", s._array, grad._array)
-            if fused is not None:
-                return Tensor._make(fused, ctx.backend, grad.device), None
         return s * (grad - (grad * s).sum(dim=ctx.dim, keepdim=True)), None
 
 
@@ -44,13 +57,18 @@ class LogSoftmax(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, dim: int):
-        backend = ctx.backend
-        shifted, _, total = _stable_exp(backend, a._array, dim)
-        out = backend.binary("sub", shifted, backend.unary("log", total))
+        out = _fused_forward(ctx, "log_softmax", a, dim)
+        if out is None:
+            backend = ctx.backend
+            shifted, _, total = _stable_exp(backend, a._array, dim)
+            out = backend.binary("sub", shifted, backend.unary("log", total))
         ctx.out, ctx.dim = out, dim
         return out
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
+        fused = _fused_backward(ctx, "log_softmax", grad)
+        if fused is not None:
+            return fused, None
         softmax = ctx.output.exp()
         return grad - softmax * grad.sum(dim=ctx.dim, keepdim=True), None

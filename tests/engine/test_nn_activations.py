@@ -158,19 +158,42 @@ def test_only_large_contiguous_arrays_take_the_one_pass_loops():
 
 
 @pytest.mark.parametrize("dtype, tol", [(tg.float32, 1e-6), (tg.float64, 1e-14)])
-def test_one_pass_softmax_over_the_last_dim_gives_the_composed_numbers(dtype, tol):
-    # (the same loops file: softmax over the last dimension of a large array takes it)
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_one_pass_softmax_over_the_last_dim_gives_the_composed_numbers(name, dtype, tol):
+    # (the same loops file: softmax and log_softmax over the last dimension of a large
+    # array take it)
     values = rng.standard_normal((400, 50)) * 4
     values[3, :10] = -np.inf  # a causal mask's entries
     weights = rng.standard_normal(values.shape)
     whole = tg.tensor(values, dtype=dtype, requires_grad=True)
-    out = whole.softmax(-1)
+    out = getattr(whole, name)(-1)
     (out * tg.tensor(weights, dtype=dtype)).sum().backward()
     for start in range(0, 400, 20):  # 20 rows: below the one-pass size, so composed
         piece = tg.tensor(values[start:start + 20], dtype=dtype, requires_grad=True)
-        y = piece.softmax(-1)
+        y = getattr(piece, name)(-1)
         (y * tg.tensor(weights[start:start + 20], dtype=dtype)).sum().backward()
         np.testing.assert_allclose(out[start:start + 20].detach().numpy(), y.detach().numpy(),
                                    rtol=tol, atol=tol)
         np.testing.assert_allclose(whole.grad[start:start + 20].numpy(), piece.grad.numpy(),
                                    rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_one_pass_softmax_loops_run_for_large_rows_and_keep_nan_rows(name, monkeypatch):
+    # the loops ran (not the composed path), and a row that is all -inf (every position
+    # masked) or holds a NaN comes out NaN, as from the composed formula and PyTorch
+    from teachgrad.backends import activation_loops
+
+    calls = []
+    real = getattr(activation_loops, name)
+    monkeypatch.setattr(activation_loops, name, lambda x, grad: calls.append(grad is None) or real(x, grad))
+    values = rng.standard_normal((300, 64)).astype(np.float32)
+    values[5] = -np.inf
+    values[7, 3] = np.nan
+    x = tg.tensor(values, requires_grad=True)
+    y = getattr(F, name)(x, dim=-1)
+    y.backward(tg.ones_like(y))
+    assert calls == [True, False]  # forward, then backward
+    out = y.detach().numpy()
+    assert np.isnan(out[5]).all() and np.isnan(out[7]).all()
+    assert np.isfinite(np.delete(out, [5, 7], axis=0)).all()
