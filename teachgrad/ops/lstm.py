@@ -15,9 +15,11 @@ matmul over every time step.
 
 Gate order is PyTorch's: the ``4H`` gate columns are ``i, f, g, o`` (input,
 forget, cell candidate, output), so ``weight_hh`` has shape ``(4H, H)``.
-Everything runs on backend primitives, so every device computes it; on CPU (numpy)
-arrays each step's gate arithmetic is also one compiled pass (``gates_forward`` and
-``gates_backward`` below say which, and a test holds the two paths equal).
+Everything below runs on backend primitives, so every device computes it: this is the
+path to read. On CPU (numpy) arrays ``backends/lstm_loops.py`` runs the same steps with
+every step's results written straight into whole-sequence arrays and each step's gate
+arithmetic as one compiled pass (``tests/engine/test_lstm_loops.py`` holds the two
+paths equal).
 """
 from __future__ import annotations
 
