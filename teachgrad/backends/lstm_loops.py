@@ -25,8 +25,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .pointwise_loops import lstm_gates_backward, lstm_gates_forward
-
 
 class SavedSequence(NamedTuple):
     """What the forward keeps for the backward: time-major, one slot per step."""
@@ -42,6 +40,7 @@ def forward_sequence(gates_x: np.ndarray, h0: np.ndarray, c0: np.ndarray,
                                                    SavedSequence]:
     """``(output, h_T, c_T, saved)`` of one direction; the arithmetic of
     ``LSTMSequence.forward`` (``ops/lstm.py``), whose docstring has the equations."""
+    from .pointwise_loops import lstm_gates_forward  # (here: importing numba takes a while)
     batch, hidden = h0.shape
     steps = gates_x.shape[1 if batch_first else 0]
     dtype = gates_x.dtype
@@ -80,6 +79,7 @@ def backward_sequence(saved: SavedSequence, c0: np.ndarray, weight_hh: np.ndarra
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """``(grad of gates_x, grad of h0, grad of c0, grad of W_hh or None)``: the arithmetic
     of ``LSTMSequence.backward`` (``ops/lstm.py``)."""
+    from .pointwise_loops import lstm_gates_backward
     steps, batch, _, hidden = saved.gates.shape
     dtype = saved.gates.dtype
     grad_gates_x = np.empty(_sequence_shape(batch, steps, 4 * hidden, batch_first), dtype)

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..autograd.function import Context, Function
 from ..backends.compiled_loops import loops_take
+from ..backends import lstm_loops
 from ..backends.lstm_loops import time_order
 from ..tensor import Tensor
 
@@ -58,7 +59,6 @@ class LSTMSequence(Function):
         ctx.reverse, ctx.batch_first = reverse, batch_first
         ctx.in_place = loops_take(gates_x._array, h0._array, c0._array, weight_hh._array)
         if ctx.in_place:  # numpy arrays: the same steps, written into whole-sequence arrays
-            from ..backends import lstm_loops
             output, h, c, saved = lstm_loops.forward_sequence(
                 gates_x._array, h0._array, c0._array, weight_hh._array, reverse, batch_first,
                 keep_h_before=ctx.needs_input_grad[3])
@@ -92,7 +92,6 @@ class LSTMSequence(Function):
         bk = ctx.backend
         device = grad_output.device
         if ctx.in_place:
-            from ..backends import lstm_loops
             saved, c0, weight_hh = ctx.arrays
             grads = lstm_loops.backward_sequence(saved, c0, weight_hh, grad_output._array,
                                                  grad_h_last._array, grad_c_last._array,
