@@ -109,43 +109,49 @@ class RNNBase(Module):
         if input.shape[steps_axis] == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         batch = input.shape[1 - steps_axis] if batched else 1
-        states = self._initial_states(input, hx, batched, batch, count, first_weight)
+        starts = self._initial_states(input, hx, batched, batch, count, first_weight)
         # one sequence is a batch of one; the time axis stays where the caller has it
         # (transposing a batch-first sequence would cost a copy, forward and backward)
         x = input if batched else input.unsqueeze(1)
-        output, finals = self._run_layers(x, states, time_axis=steps_axis)
-        finals = tuple(tg.stack(f, 0) for f in finals)  # (layers * directions, B, H) each
+        output, finals = self._run_layers(x, starts, count, time_axis=steps_axis)
+        # (layers * directions, B, H) each; one layer and direction needs no copy, a view
+        finals = tuple(f[0].unsqueeze(0) if len(f) == 1 else tg.stack(f, 0) for f in finals)
         if not batched:
             output, finals = output.squeeze(1), tuple(f.squeeze(1) for f in finals)
         return output, (finals if count == 2 else finals[0])
 
     def _initial_states(self, input: Tensor, hx: Any, batched: bool, batch: int, count: int,
-                        weight: Tensor) -> tuple[Tensor, ...]:
-        """``hx`` checked and batched, or zeros: one ``(layers * directions, B, H)`` per state."""
-        shape = (self.num_layers * self.num_directions, batch, self.hidden_size)
+                        weight: Tensor) -> list[tuple[Tensor, ...]]:
+        """Each layer and direction's starting states (``count`` of them, ``(B, H)`` each):
+        ``hx`` checked and batched, or zeros (one ``(B, H)`` tensor for all of them: no
+        ``(layers * directions, B, H)`` array to index, no indexing in the graph)."""
+        layers = self.num_layers * self.num_directions
+        shape = (layers, batch, self.hidden_size)
         if hx is None:
-            return (tg.zeros(shape, dtype=input.dtype, device=input.device),) * count
+            zero = tg.zeros((batch, self.hidden_size), dtype=input.dtype, device=input.device)
+            return [(zero,) * count] * layers
         if count == 2 and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
             raise RuntimeError(f"{type(self).__name__}: hx must be a tuple (h_0, c_0) of two "
                                f"tensors, got {type(hx).__name__}")
         states = tuple(hx) if count == 2 else (hx,)
         check_states(type(self).__name__, states, batched, shape, weight)
-        return states if batched else tuple(s.unsqueeze(1) for s in states)
+        if not batched:
+            states = tuple(s.unsqueeze(1) for s in states)
+        return [tuple(s[k] for s in states) for k in range(layers)]
 
-    def _run_layers(self, x: Tensor, states: tuple[Tensor, ...],
+    def _run_layers(self, x: Tensor, starts: list[tuple[Tensor, ...]], count: int,
                     time_axis: int) -> tuple[Tensor, list]:
         """Every layer, every direction over ``x`` (time along ``time_axis``, batch along
         the other of the first two); returns the last layer's output and each state's
         final value per layer and direction (in PyTorch's order)."""
-        finals: list[list[Tensor]] = [[] for _ in states]
+        finals: list[list[Tensor]] = [[] for _ in range(count)]
         for layer in range(self.num_layers):
             if layer > 0 and self.dropout > 0:
                 x = F.dropout(x, self.dropout, self.training)
             outputs = []
             for direction in range(self.num_directions):
                 k = layer * self.num_directions + direction
-                start = tuple(s[k] for s in states)
-                out, ends = self._run_direction(x, start, self._weights(k), direction == 1,
+                out, ends = self._run_direction(x, starts[k], self._weights(k), direction == 1,
                                                 time_axis)
                 outputs.append(out)
                 for final, end in zip(finals, ends):

@@ -15,19 +15,22 @@ matmul over every time step.
 
 Gate order is PyTorch's: the ``4H`` gate columns are ``i, f, g, o`` (input,
 forget, cell candidate, output), so ``weight_hh`` has shape ``(4H, H)``.
-Everything runs on backend primitives, so every device computes it; on CPU (numpy)
-arrays each step's gate arithmetic is also one compiled pass (``gates_forward`` and
-``gates_backward`` below say which, and a test holds the two paths equal).
+Everything below runs on backend primitives, so every device computes it: this is the
+path to read. On CPU (numpy) arrays ``backends/lstm_loops.py`` runs the same steps with
+every step's results written straight into whole-sequence arrays and each step's gate
+arithmetic as one compiled pass (``tests/engine/test_lstm_loops.py`` holds the two
+paths equal).
 """
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from ..autograd.function import Context, Function
 from ..backends.compiled_loops import loops_take
+from ..backends import lstm_loops
+from ..backends.lstm_loops import time_order
 from ..tensor import Tensor
 
 
@@ -53,19 +56,27 @@ class LSTMSequence(Function):
     def forward(ctx: Context, gates_x: Tensor, h0: Tensor, c0: Tensor, weight_hh: Tensor,
                 reverse: bool, batch_first: bool = False):
         bk = ctx.backend
+        ctx.reverse, ctx.batch_first = reverse, batch_first
+        ctx.in_place = loops_take(gates_x._array, h0._array, c0._array, weight_hh._array)
+        if ctx.in_place:  # numpy arrays: the same steps, written into whole-sequence arrays
+            output, h, c, saved = lstm_loops.forward_sequence(
+                gates_x._array, h0._array, c0._array, weight_hh._array, reverse, batch_first,
+                keep_h_before=ctx.needs_input_grad[3])
+            ctx.arrays = (saved, c0._array, weight_hh._array)
+            return output, h, c
         batch, hidden = h0.shape
         steps = gates_x.shape[1 if batch_first else 0]
         # (H, 4H), for h @ W_hh.T; copied row-major once: OpenBLAS multiplies a small h by
         # it several times faster than by the transposed view
         w_hh_t = bk.contiguous(bk.permute(weight_hh._array, (1, 0)))
         # Per step, what backward needs: the gates' values, the cell and its tanh. Small
-        # arrays, one per step: they stay in the cache, where (T, ...) arrays would not.
+        # arrays, one per step, joined into sequences only where a sequence is needed.
         gates: list[Any] = [None] * steps
         cells: list[Any] = [None] * steps
         tanh_cells: list[Any] = [None] * steps
         hiddens: list[Any] = [None] * steps
         h, c = h0._array, c0._array
-        for t in _time_order(steps, reverse):
+        for t in time_order(steps, reverse):
             a = bk.matmul(h, w_hh_t)
             bk.binary_inplace("add", a, bk.getitem(gates_x._array, _step(t, batch_first)))
             act, c = gates_forward(bk, bk.reshape(a, (batch, 4, hidden)), c)
@@ -73,19 +84,26 @@ class LSTMSequence(Function):
             h = bk.binary("mul", bk.getitem(act, (slice(None), 3)), tanh_c)  # h' = o tanh(c')
             gates[t], cells[t], tanh_cells[t], hiddens[t] = act, c, tanh_c, h
         ctx.arrays = (gates, cells, tanh_cells, hiddens, h0._array, c0._array, weight_hh._array)
-        ctx.reverse, ctx.batch_first = reverse, batch_first
         output = _sequence(bk, hiddens, batch_first)
         return output, h, c
 
     @staticmethod
     def backward(ctx: Context, grad_output: Tensor, grad_h_last: Tensor, grad_c_last: Tensor):
         bk = ctx.backend
+        device = grad_output.device
+        if ctx.in_place:
+            saved, c0, weight_hh = ctx.arrays
+            grads = lstm_loops.backward_sequence(saved, c0, weight_hh, grad_output._array,
+                                                 grad_h_last._array, grad_c_last._array,
+                                                 ctx.reverse, ctx.batch_first)
+            return tuple(None if g is None else Tensor._make(g, bk, device) for g in grads) + \
+                (None, None)
         gates, cells, tanh_cells, hiddens, h0, c0, weight_hh = ctx.arrays
         batch, _, hidden = bk.shape(gates[0])
         steps = len(gates)
         grad_gates: list[Any] = [None] * steps
         dh, dc = grad_h_last._array, grad_c_last._array
-        for t in reversed(_time_order(steps, ctx.reverse)):
+        for t in reversed(time_order(steps, ctx.reverse)):
             # h' reaches the loss through the step after (dh) and the output at t
             grad_a, dc = gates_backward(bk, gates[t], _state_before(cells, c0, t, ctx.reverse),
                                         tanh_cells[t], dh,
@@ -101,7 +119,6 @@ class LSTMSequence(Function):
             grad_weight_hh = bk.matmul(
                 bk.permute(bk.reshape(grad_gates_x, (steps * batch, 4 * hidden)), (1, 0)),
                 bk.reshape(_sequence(bk, h_before, ctx.batch_first), (steps * batch, hidden)))
-        device = grad_output.device
         return (Tensor._make(grad_gates_x, bk, device), Tensor._make(dh, bk, device),
                 Tensor._make(dc, bk, device),
                 None if grad_weight_hh is None else Tensor._make(grad_weight_hh, bk, device), None, None)
@@ -112,20 +129,8 @@ def gates_forward(bk: Any, a: Any, c: Any) -> tuple[Any, Any]:
     ``c' = f c + i g``.
 
     σ of all four quarters at once, as ``(1 + tanh(a/2)) / 2`` (three passes with plain
-    numbers, where σ's own formula takes seven), then g's quarter is tanh. On numpy
-    arrays numpy's tanh does the tanh and one compiled pass the rest.
+    numbers, where σ's own formula takes seven), then g's quarter is tanh.
     """
-    if loops_take(a, c):
-        from ..backends import pointwise_loops
-        # one tanh over all four quarters: a/2 for the σ gates, a itself for g (times 1,
-        # exactly a), so numpy's vectorised tanh runs once; the loop then finishes the
-        # gates in that same array
-        gates = np.multiply(a, _gate_scales(a.dtype, a.shape[-1]))
-        np.tanh(gates, out=gates)
-        c_new = np.empty_like(c)
-        one = gates.dtype.type(1)
-        pointwise_loops.lstm_gates_forward(gates, c, one, one / 2, c_new)
-        return gates, c_new
     squashed = bk.unary("tanh", bk.binary("mul", a, 0.5))
     g = bk.unary("tanh", bk.getitem(a, (slice(None), 2)))
     gates = bk.binary("mul", bk.binary("add", squashed, 1.0), 0.5)
@@ -141,16 +146,9 @@ def gates_backward(bk: Any, gates: Any, c_before: Any, tanh_c: Any, dh_next: Any
     from the step after plus ``dh_output`` from the output at this step) and ``dc``
     (reaching c' from the step after).
 
-    On numpy arrays one compiled pass does it (``backends/pointwise_loops.py``, the same
-    arithmetic): the twenty-odd whole-array operations below cost more in calls than in
-    arithmetic at these sizes.
+    On numpy arrays ``backends/lstm_loops.py`` runs the same arithmetic as one compiled
+    pass per step (``pointwise_loops.lstm_gates_backward``).
     """
-    if loops_take(gates, c_before, tanh_c, dh_next, dh_output, dc):
-        from ..backends import pointwise_loops
-        grad_a, dc_before = np.empty_like(gates), np.empty_like(dc)
-        pointwise_loops.lstm_gates_backward(gates, c_before, tanh_c, dh_next, dh_output, dc,
-                                            gates.dtype.type(1), grad_a, dc_before)
-        return grad_a, dc_before
     dh = bk.binary("add", dh_next, dh_output)
     i, f, g, o = (bk.getitem(gates, (slice(None), k)) for k in range(4))
     # h' = o tanh(c'): the gradient reaches c' from h' and from the step after
@@ -164,17 +162,6 @@ def gates_backward(bk: Any, gates: Any, c_before: Any, tanh_c: Any, dh_next: Any
                        bk.binary("sub", 1.0, gates))
     grad_a = bk.binary("mul", bk.binary("mul", incoming, partners), slopes)
     return grad_a, bk.binary("mul", dc, f)  # c reaches the step before through f
-
-
-@lru_cache(maxsize=16)
-def _gate_scales(dtype: Any, hidden: int) -> np.ndarray:
-    """``(4, H)`` factors for ``(B, 4, H)`` pre-activations: ½ for the σ gates i, f, o
-    (``σ(a) = (1 + tanh(a/2)) / 2``), 1 for the cell candidate g (``tanh(a)``). A full
-    row rather than a ``(4, 1)`` column: numpy multiplies by a contiguous row about
-    twice as fast as it broadcasts a column along it."""
-    scales = np.repeat(np.array([[0.5], [0.5], [1.0], [0.5]], dtype=dtype), hidden, axis=1)
-    scales.flags.writeable = False  # shared by every call
-    return scales
 
 
 def _tanh_shift(bk: Any, dtype: Any) -> Any:
@@ -209,11 +196,6 @@ def _state_before(states: list, start: Any, t: int, reverse: bool) -> Any:
     order, or ``start`` for its first step."""
     previous = t + 1 if reverse else t - 1
     return states[previous] if 0 <= previous < len(states) else start
-
-
-def _time_order(steps: int, reverse: bool) -> list[int]:
-    """The order a direction visits the time steps in."""
-    return list(range(steps - 1, -1, -1)) if reverse else list(range(steps))
 
 
 def _one_minus_square(bk: Any, t: Any) -> Any:

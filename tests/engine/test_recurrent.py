@@ -290,28 +290,3 @@ def test_pad_sequence_refuses_what_cannot_be_one_tensor(call, message):
 def test_pad_sequence_of_a_tensor_pads_its_rows():
     out = nn.utils.rnn.pad_sequence(tg.arange(6).reshape(2, 3))
     assert out.tolist() == [[0, 3], [1, 4], [2, 5]]
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_compiled_gate_passes_compute_what_the_array_operations_do(dtype, monkeypatch):
-    """ops/lstm.py's one-pass loops (numpy arrays) against its whole-array formulas (the
-    path every other backend takes), forward and backward, on strided inputs too."""
-    from teachgrad.backends import get_backend
-    from teachgrad.ops import lstm
-    bk = get_backend("cpu")
-    a = rng.standard_normal((3, 4, 5)).astype(dtype) * 3
-    c, dh_next, dh_output, dc = (rng.standard_normal((3, 5)).astype(dtype) for _ in range(4))
-    strided_dh = np.repeat(dh_output, 2, axis=1)[:, ::2]  # a view, as grad_output[:, t] is
-    a_before = a.copy()
-    fused_forward = lstm.gates_forward(bk, a, c)
-    np.testing.assert_array_equal(a, a_before)  # the pre-activations are read, not written
-    fused_backward = lstm.gates_backward(bk, fused_forward[0], c, np.tanh(fused_forward[1]),
-                                         dh_next, strided_dh, dc)
-    monkeypatch.setattr(lstm, "loops_take", lambda *arrays: False)
-    plain_forward = lstm.gates_forward(bk, a, c)
-    plain_backward = lstm.gates_backward(bk, plain_forward[0], c, np.tanh(plain_forward[1]),
-                                         dh_next, dh_output, dc)
-    tolerance = 1e-6 if dtype == np.float32 else 1e-14
-    for fused, plain in zip(fused_forward + fused_backward, plain_forward + plain_backward):
-        assert fused.dtype == dtype and fused.shape == plain.shape
-        np.testing.assert_allclose(fused, plain, rtol=tolerance, atol=tolerance)

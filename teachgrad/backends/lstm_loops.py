@@ -1,0 +1,166 @@
+"""An LSTM layer's loop over time on numpy arrays, with every step's results written
+straight into arrays made once per sequence.
+
+``ops/lstm.py`` is the readable LSTM: each step makes its own small arrays through the
+backend's primitives, keeps them in lists, and joins the lists into sequences at the
+end. That is the path every backend takes and the one to read first. On numpy arrays
+this module runs the same arithmetic, step for step and in the same order (so the same
+bits), but the way a cuDNN-style kernel lays out its memory:
+
+- the output ``(T, B, H)`` (or ``(B, T, H)``), the gates ``(T, B, 4, H)``, the cells and
+  their tanh are made once, and each step writes its part of them in place (``out=``):
+  no joins after the loop, no fresh small arrays in it;
+- each step is raw numpy calls and the compiled gate passes of ``pointwise_loops.py``,
+  with no backend methods between them: at a batch of 32 and 128 hidden units a step's
+  arithmetic takes microseconds, so the calls around it are what cost;
+- backward writes each step's gate gradients into their slot of the gradient of the
+  input's share ``(T, B, 4H)``, and ``W_hh``'s gradient is then one matrix product over
+  every step, ``Σ_t grad_a[t]ᵀ h_before[t]``, with the states each step started from
+  gathered into one array by the forward.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import numpy as np
+
+
+class SavedSequence(NamedTuple):
+    """What the forward keeps for the backward: time-major, one slot per step."""
+    gates: np.ndarray        # (T, B, 4, H): i, f, g, o after σ / tanh
+    cells: np.ndarray        # (T, B, H): each step's new cell c'
+    tanh_cells: np.ndarray   # (T, B, H): tanh(c')
+    h_before: np.ndarray | None  # the h each step started from, in the output's layout
+
+
+def forward_sequence(gates_x: np.ndarray, h0: np.ndarray, c0: np.ndarray,
+                     weight_hh: np.ndarray, reverse: bool, batch_first: bool,
+                     keep_h_before: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                   SavedSequence]:
+    """``(output, h_T, c_T, saved)`` of one direction; the arithmetic of
+    ``LSTMSequence.forward`` (``ops/lstm.py``), whose docstring has the equations."""
+    from .pointwise_loops import lstm_gates_forward  # (here: importing numba takes a while)
+    batch, hidden = h0.shape
+    steps = gates_x.shape[1 if batch_first else 0]
+    dtype = gates_x.dtype
+    # (H, 4H) row-major, for h @ W_hh.T: OpenBLAS multiplies a small h by it faster
+    # than by the transposed view
+    w_hh_t = np.ascontiguousarray(weight_hh.T)
+    output = np.empty(_sequence_shape(batch, steps, hidden, batch_first), dtype)
+    gates = np.empty((steps, batch, 4, hidden), dtype)
+    cells = np.empty((steps, batch, hidden), dtype)
+    tanh_cells = np.empty((steps, batch, hidden), dtype)
+    a = np.empty((batch, 4 * hidden), dtype)
+    scales = gate_scales(dtype, hidden)
+    one = dtype.type(1)
+    half = one / 2
+    h, c = h0, c0
+    for t in time_order(steps, reverse):
+        np.matmul(h, w_hh_t, out=a)
+        np.add(a, _step(gates_x, t, batch_first), out=a)
+        gate = gates[t]
+        # σ(a) = (1 + tanh(a/2)) / 2 for i, f, o and tanh(a) for g: one tanh for all four
+        np.multiply(a.reshape(batch, 4, hidden), scales, out=gate)
+        np.tanh(gate, out=gate)
+        lstm_gates_forward(gate, c, one, half, cells[t])  # the gates, and c' = f c + i g
+        c = cells[t]
+        np.tanh(c, out=tanh_cells[t])
+        h = _step(output, t, batch_first)
+        np.multiply(gate[:, 3], tanh_cells[t], out=h)  # h' = o tanh(c')
+    h_before = _states_before(output, h0, reverse, batch_first) if keep_h_before else None
+    # h_T and c_T are copies: the user may change them in place, backward reads the originals
+    return output, h.copy(), c.copy(), SavedSequence(gates, cells, tanh_cells, h_before)
+
+
+def backward_sequence(saved: SavedSequence, c0: np.ndarray, weight_hh: np.ndarray,
+                      grad_output: np.ndarray, grad_h_last: np.ndarray,
+                      grad_c_last: np.ndarray, reverse: bool, batch_first: bool
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(grad of gates_x, grad of h0, grad of c0, grad of W_hh or None)``: the arithmetic
+    of ``LSTMSequence.backward`` (``ops/lstm.py``)."""
+    from .pointwise_loops import lstm_gates_backward
+    steps, batch, _, hidden = saved.gates.shape
+    dtype = saved.gates.dtype
+    grad_gates_x = np.empty(_sequence_shape(batch, steps, 4 * hidden, batch_first), dtype)
+    dh, dc = grad_h_last, grad_c_last
+    dh_buffer = np.empty((batch, hidden), dtype)
+    dc_buffers = (np.empty((batch, hidden), dtype), np.empty((batch, hidden), dtype))
+    # Row-major scratch for a batch-first layer, whose steps are strided views: the compiled
+    # pass runs several times faster on contiguous rows (LLVM vectorises it only there), and
+    # a 16 KB copy costs less than that difference.
+    grad_a_buffer = np.empty((batch, 4 * hidden), dtype)
+    grad_output_buffer = np.empty((batch, hidden), dtype)
+    one = dtype.type(1)
+    for n, t in enumerate(reversed(time_order(steps, reverse))):
+        grad_a_slot = _step(grad_gates_x, t, batch_first)
+        grad_a = grad_a_slot if grad_a_slot.flags.c_contiguous else grad_a_buffer
+        c_before = _state_before(saved.cells, c0, t, reverse)
+        dc_before = dc_buffers[n % 2]
+        lstm_gates_backward(saved.gates[t], c_before, saved.tanh_cells[t], dh,
+                            _contiguous_step(grad_output, t, batch_first, grad_output_buffer),
+                            dc, one, grad_a.reshape(batch, 4, hidden), dc_before)
+        if grad_a is not grad_a_slot:
+            np.copyto(grad_a_slot, grad_a)
+        dh = np.matmul(grad_a, weight_hh, out=dh_buffer)  # to the step before, through W_hh
+        dc = dc_before
+    grad_weight_hh = None
+    if saved.h_before is not None:  # Σ_t grad_a[t]ᵀ @ h_before[t]: one product over all t
+        grad_weight_hh = np.matmul(grad_gates_x.reshape(steps * batch, 4 * hidden).T,
+                                   saved.h_before.reshape(steps * batch, hidden))
+    return grad_gates_x, dh.copy(), dc.copy(), grad_weight_hh
+
+
+@lru_cache(maxsize=16)
+def gate_scales(dtype: Any, hidden: int) -> np.ndarray:
+    """``(4, H)`` factors for ``(B, 4, H)`` pre-activations: ½ for the σ gates i, f, o
+    (``σ(a) = (1 + tanh(a/2)) / 2``), 1 for the cell candidate g (``tanh(a)``). A full
+    row rather than a ``(4, 1)`` column: numpy multiplies by a contiguous row about
+    twice as fast as it broadcasts a column along it."""
+    scales = np.repeat(np.array([[0.5], [0.5], [1.0], [0.5]], dtype=dtype), hidden, axis=1)
+    scales.flags.writeable = False  # shared by every call
+    return scales
+
+
+def time_order(steps: int, reverse: bool) -> list[int]:
+    """The order a direction visits the time steps in."""
+    return list(range(steps - 1, -1, -1)) if reverse else list(range(steps))
+
+
+def _sequence_shape(batch: int, steps: int, features: int, batch_first: bool) -> tuple:
+    return (batch, steps, features) if batch_first else (steps, batch, features)
+
+
+def _step(sequence: np.ndarray, t: int, batch_first: bool) -> np.ndarray:
+    """Time step ``t`` of a ``(T, B, F)`` (or ``(B, T, F)``) sequence, as a view."""
+    return sequence[:, t] if batch_first else sequence[t]
+
+
+def _contiguous_step(sequence: np.ndarray, t: int, batch_first: bool,
+                     buffer: np.ndarray) -> np.ndarray:
+    """Time step ``t`` of a sequence, copied into ``buffer`` if the step is not row-major."""
+    step = _step(sequence, t, batch_first)
+    if step.flags.c_contiguous:
+        return step
+    np.copyto(buffer, step)
+    return buffer
+
+
+def _state_before(states: np.ndarray, start: np.ndarray, t: int, reverse: bool) -> np.ndarray:
+    """The state step ``t`` started from: the previous step's in the direction's order,
+    or ``start`` for its first step."""
+    previous = t + 1 if reverse else t - 1
+    return states[previous] if 0 <= previous < len(states) else start
+
+
+def _states_before(output: np.ndarray, h0: np.ndarray, reverse: bool,
+                   batch_first: bool) -> np.ndarray:
+    """The h every step started from, in the output's layout: the output shifted by one
+    step in the direction's order, ``h0`` in the first step's slot."""
+    h_before = np.empty_like(output)
+    time = (slice(None),) if batch_first else ()
+    first, rest, previous = (-1, slice(None, -1), slice(1, None)) if reverse else \
+        (0, slice(1, None), slice(None, -1))
+    h_before[time + (rest,)] = output[time + (previous,)]
+    h_before[time + (first,)] = h0
+    return h_before
