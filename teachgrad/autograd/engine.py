@@ -172,7 +172,9 @@ def _dependencies(roots: list) -> dict[Any, int]:
     gradient is computed (PyTorch notices only when a freed saved tensor is read).
     """
     deps: dict[Any, int] = {}
-    stack = [node for node, _, _ in roots]
+    # each node once, also when several roots are outputs of one node (their edges
+    # would otherwise be counted once per root, and backward would wait forever)
+    stack = list(dict.fromkeys(node for node, _, _ in roots))
     starts = set(stack)
     while stack:
         node = stack.pop()

@@ -594,3 +594,31 @@ def test_backward_steps_checks_everything_before_the_first_step():
     x = leaf(1.0, 2.0)
     with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
         backward_steps(x * 2)  # raises at the call, not at the first next()
+
+
+def test_several_roots_that_are_outputs_of_one_operation():
+    # backward([p, q], [gp, gq]) with p and q from one node: each edge below it counted once
+    class TwoOutputs(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a._array * 2, a._array * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    a = tg.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    p, q = TwoOutputs.apply(a)
+    tg.autograd.backward([p, q], [tg.tensor([1.0, 1.0, 1.0]), tg.tensor([0.0, 1.0, 2.0])])
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 5.0, 8.0])
+
+    lstm = tg.nn.LSTM(3, 4, num_layers=2)
+    x = tg.randn(5, 2, 3, requires_grad=True)
+    out, (h, c) = lstm(x)
+    grads = [tg.randn(*t.shape) for t in (out, h, c)]
+    tg.autograd.backward([out, h, c], grads)
+    by_roots = x.grad.numpy().copy()
+    x.grad = None
+    out, (h, c) = lstm(x)
+    sum((t * g).sum() for t, g in zip((out, h, c), grads)).backward()
+    np.testing.assert_allclose(by_roots, x.grad.numpy(), rtol=1e-5, atol=1e-6)
