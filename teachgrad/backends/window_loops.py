@@ -16,15 +16,25 @@ hold the two equal):
   to the element that won.
 
 numba compiles each loop once per dtype (``cache=True`` keeps the machine code on
-disk). Windows are ``kh x kw`` elements ``dilation`` apart, ``stride`` apart from one
+disk). The column indices are computed as unsigned integers (:func:`_unsigned`): a
+signed index may be negative, which numba must check for on every access (Python's
+``a[-1]``), and that check stops LLVM from vectorising the inner loops (col2im
+runs about three times faster without it). Windows are ``kh x kw`` elements ``dilation`` apart, ``stride`` apart from one
 another, read from an ``(N, C, Hp, Wp)`` padded image: window ``(p, q)``'s element
 ``(i, j)`` is pixel ``(p * sh + i * dh, q * sw + j * dw)``.
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 _OPTIONS = dict(cache=True, error_model="numpy")
+
+
+@njit(cache=True)
+def _unsigned(index):
+    """``index`` (never negative here) as an unsigned integer: no wraparound check on it."""
+    return np.uint64(index)
 
 
 @njit(**_OPTIONS)
@@ -35,15 +45,17 @@ def add_windows(per_element, summed, kw, sh, sw, dh, dw):
     ``per_element`` is ``(N, C, kh*kw, out_h, out_w)``; ``summed`` (zeros) the padded image.
     """
     n, c, elements, out_h, out_w = per_element.shape
+    step = _unsigned(sw)
     for image in range(n):
         for channel in range(c):
             for k in range(elements):
                 i, j = k // kw, k % kw
+                first = _unsigned(j * dw)
                 for p in range(out_h):
                     row = summed[image, channel, p * sh + i * dh]
                     values = per_element[image, channel, k, p]
-                    for q in range(out_w):
-                        row[q * sw + j * dw] += values[q]
+                    for q in range(_unsigned(out_w)):
+                        row[first + q * step] += values[q]
 
 
 @njit(**_OPTIONS)
@@ -59,12 +71,14 @@ def max_windows(padded, kh, kw, sh, sw, dh, dw, best, winner):
         for channel in range(c):
             plane = padded[image, channel]
             for p in range(out_h):
-                for q in range(out_w):
-                    top, left = p * sh, q * sw
+                top = p * sh
+                for q in range(_unsigned(out_w)):
+                    left = q * _unsigned(sw)
                     largest, where = plane[top, left], 0
                     for i in range(kh):
+                        row = plane[top + i * dh]
                         for j in range(kw):
-                            value = plane[top + i * dh, left + j * dw]
+                            value = row[left + _unsigned(j * dw)]
                             # (value != value: NaN.) Selects, not branches: which
                             # element wins is data, and a mispredicted branch per
                             # element would cost more than the comparisons
@@ -84,6 +98,8 @@ def add_max_gradients(grad, winner, summed, kw, sh, sw, dh, dw):
         for channel in range(c):
             plane = summed[image, channel]
             for p in range(out_h):
+                grad_row, winner_row = grad[image, channel, p], winner[image, channel, p]
                 for q in range(out_w):
-                    k = winner[image, channel, p, q]
-                    plane[p * sh + (k // kw) * dh, q * sw + (k % kw) * dw] += grad[image, channel, p, q]
+                    k = winner_row[q]
+                    row, column = p * sh + (k // kw) * dh, q * sw + (k % kw) * dw
+                    plane[_unsigned(row), _unsigned(column)] += grad_row[q]
