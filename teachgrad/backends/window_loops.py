@@ -7,6 +7,9 @@ of thousands of times per call. The loops below walk each image once, in the sam
 order of additions as the whole-array code, so they give the same bits (the tests
 hold the two equal):
 
+* :func:`copy_windows`: im2col, every window element's slice of the image copied
+  out in the columns' order (numpy's copy of the strided 6-D view walks it in runs
+  of ``out_w`` values, with its per-run cost paid each time);
 * :func:`add_windows`: col2im, the convolution's way back from its columns: each
   window element's gradient added to the pixel it was read from;
 * :func:`max_windows`: max-pooling's forward, the largest value of each window and
@@ -35,6 +38,24 @@ _OPTIONS = dict(cache=True, error_model="numpy")
 def _unsigned(index):
     """``index`` (never negative here) as an unsigned integer: no wraparound check on it."""
     return np.uint64(index)
+
+
+@njit(**_OPTIONS)
+def copy_windows(padded, kw, sh, sw, dh, dw, columns):
+    """``columns[n, c, i*kw + j, p, q] = padded[n, c, p*sh + i*dh, q*sw + j*dw]``: the
+    windows as :meth:`Backend.windows` copies them out, ``(N, C, kh*kw, out_h, out_w)``."""
+    n, c, elements, out_h, out_w = columns.shape
+    step = _unsigned(sw)
+    for image in range(n):
+        for channel in range(c):
+            for k in range(elements):
+                i, j = k // kw, k % kw
+                first = _unsigned(j * dw)
+                for p in range(out_h):
+                    row = padded[image, channel, p * sh + i * dh]
+                    column = columns[image, channel, k, p]
+                    for q in range(_unsigned(out_w)):
+                        column[q] = row[first + q * step]
 
 
 @njit(**_OPTIONS)

@@ -12,7 +12,7 @@ columns are read through strided views (no table of positions on the CPU), the
 backward ("col2im") adds the gradient back one slice per window element, and
 max-pooling needs no columns at all: the largest of ``kh * kw`` slices.
 
-On numpy arrays of floats, col2im and max-pooling run compiled loops instead
+On numpy arrays of floats, im2col, col2im and max-pooling run compiled loops instead
 (:mod:`teachgrad.backends.window_loops`: the same values, one walk over each
 image where the slices take one numpy call per window element, each in short
 rows); the whole-array code stays every other backend's path.
@@ -90,7 +90,12 @@ class Im2Col(Function):
         n, c = image.shape[:2]
         padded = _padded(ctx, image, kernel, stride, dilation, padding, pad_value)
         out = ctx.out_size
-        columns = ctx.backend.windows(padded, kernel, stride, dilation, out)
+        if loops_take(padded):
+            from ..backends import window_loops
+            columns = np.empty((n, c, kernel[0] * kernel[1]) + out, padded.dtype)
+            window_loops.copy_windows(padded, kernel[1], *stride, *dilation, columns)
+        else:
+            columns = ctx.backend.windows(padded, kernel, stride, dilation, out)
         return ctx.backend.reshape(columns, (n, c, kernel[0] * kernel[1], out[0] * out[1]))
 
     @staticmethod

@@ -272,6 +272,11 @@ class Relu(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         (a,) = ctx.saved_tensors
+        if ctx._arrays:  # numpy arrays: one compiled pass, the same bits (backends/relu_loop.py)
+            from ..backends.relu_loop import relu_gradient
+            fast = relu_gradient(grad, a)
+            if fast is not None:
+                return fast
         return grad * (a > 0)  # (a bool mask: True counts as 1)
 
 

@@ -1,0 +1,32 @@
+"""ReLU's backward as one compiled pass, for numpy float arrays on the CPU.
+
+Written with numpy, ``grad * (a > 0)`` makes two passes: the comparison writes a
+bool array, then the product reads it back through numpy's mixed-dtype loop (a
+cast per element). The loop below multiplies by the comparison's 0 or 1 as it
+goes: the same product, so the same bits (``-0.0`` and NaN gradients included),
+in one pass and with no bool array. Every other backend, and arrays this loop does
+not take, keep the numpy expression (:class:`teachgrad.ops.elementwise.Relu`).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .compiled_loops import loops_take
+
+
+@njit(cache=True, error_model="numpy")
+def _gradient(grad, a, out):
+    for k in range(grad.size):
+        out[k] = grad[k] * (a[k] > 0)
+
+
+def relu_gradient(grad, a):
+    """``grad * (a > 0)`` by the compiled pass, or None when it does not take these
+    arrays (another dtype or backend, or not both contiguous and of one shape)."""
+    if not (loops_take(grad, a) and grad.shape == a.shape and grad.flags.c_contiguous
+            and a.flags.c_contiguous):
+        return None
+    out = np.empty_like(grad)
+    _gradient(grad.reshape(-1), a.reshape(-1), out.reshape(-1))
+    return out
