@@ -19,7 +19,7 @@ from typing import Any
 
 import teachgrad as tg
 from teachgrad.autograd.cast_points import cast_point
-from teachgrad.ops.conv import Im2Col, output_size
+from teachgrad.ops.conv import FiltersTimesColumns, Im2Col, output_size
 from teachgrad.ops.conv import MaxPool2d as MaxPool2dFunction
 from teachgrad.tensor import Tensor
 
@@ -117,14 +117,16 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     # (N, out_channels, L) directly: the output's own memory order, so nothing is copied
     # on the way in or out (as PyTorch, which also runs one product per image).
     rows, positions = group_in * kh * kw, out_h * out_w
-    if groups == 1:
-        out = tg.matmul(weight.reshape(out_channels, rows), columns.reshape(n, rows, positions))
+    if groups == 1:  # the product and the bias as one operation (the bias added in place)
+        out = FiltersTimesColumns.apply(weight.reshape(out_channels, rows),
+                                        columns.reshape(n, rows, positions), bias)
+        out = out.reshape(n, out_channels, out_h, out_w)
     else:
         filters = weight.reshape(groups, out_channels // groups, rows)
         out = tg.matmul(filters, columns.reshape(n, groups, rows, positions))
-    out = out.reshape(n, out_channels, out_h, out_w)
-    if bias is not None:
-        out = out + bias.reshape(1, out_channels, 1, 1)
+        out = out.reshape(n, out_channels, out_h, out_w)
+        if bias is not None:
+            out = out + bias.reshape(1, out_channels, 1, 1)
     return out.squeeze(0) if unbatched else out
 
 

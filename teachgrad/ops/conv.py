@@ -117,6 +117,59 @@ class Im2Col(Function):
         return Tensor._make(image_grad, backend, grad.device), None, None, None, None, None
 
 
+class FiltersTimesColumns(Function):
+    """A convolution's product: ``filters (O, R) @ columns (N, R, L)`` for every image,
+    plus ``bias[o]`` when given, as ``(N, O, L)``.
+
+    The same arithmetic as ``tg.matmul`` then ``+ bias``, as one operation: the bias is
+    added in place into the product, a new array (where ``+`` would write a third one),
+    and the backward computes the three gradients side by side::
+
+        ∂/∂filters = Σ over images of grad @ columnsᵀ,   ∂/∂columns = filtersᵀ @ grad,
+        ∂/∂bias = Σ grad over images and positions
+
+    (the bias's sum by a compiled loop on numpy float arrays, in float64:
+    :mod:`teachgrad.backends.batch_norm_loops`; elsewhere a whole-array sum).
+    """
+
+    rule = ("y = F @ C + b:  ∂/∂F = Σₙ grad @ Cᵀ,  ∂/∂C = Fᵀ @ grad,  "
+            "∂/∂b = Σ grad over images and positions")
+    fresh_gradients = True  # (products and sums: new arrays that nothing else holds)
+
+    @staticmethod
+    def forward(ctx: Context, filters: Tensor, columns: Tensor, bias: Tensor | None):
+        backend = ctx.backend
+        ctx.save_for_backward(filters, columns)
+        out = backend.matmul(filters._array, columns._array)
+        if bias is not None:
+            backend.binary_inplace("add", out, backend.reshape(bias._array, (1, -1, 1)))
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        backend, g = ctx.backend, grad._array
+        filters, columns = (t._array for t in ctx.saved_tensors)
+        grads: list = [None, None, None]
+        if ctx.needs_input_grad[0]:  # one product per image, then their sum
+            per_image = backend.matmul(g, backend.permute(columns, (0, 2, 1)))
+            grads[0] = backend.reduce("sum", per_image, (0,), False)
+        if ctx.needs_input_grad[1]:
+            grads[1] = backend.matmul(backend.permute(filters, (1, 0)), g)
+        if ctx.needs_input_grad[2]:
+            grads[2] = _bias_gradient(backend, g)
+        return tuple(None if a is None else Tensor._make(a, backend, grad.device) for a in grads)
+
+
+def _bias_gradient(backend, g):
+    """``Σ g`` over images and positions of an ``(N, O, L)`` gradient: one value per filter."""
+    if loops_take(g):
+        from ..backends import batch_norm_loops
+        sums = np.empty(g.shape[1])
+        batch_norm_loops.channel_sums(np.ascontiguousarray(g), sums)
+        return sums.astype(g.dtype)
+    return backend.reduce("sum", g, (0, 2), False)
+
+
 class MaxPool2d(Function):
     """The largest value of each window, read as ``kh * kw`` strided slices (no columns).
 
