@@ -45,6 +45,7 @@ def test_a_cnn_training_step_runs_every_compiled_pass(monkeypatch):
     for name in ("channel_sums", "center_and_square", "scale_shift", "gradient_sums",
                  "input_gradient"):
         counted(batch_norm_loops, name)
+    counted(relu_loop, "_forward")
     counted(relu_loop, "_gradient")
     model = _small_cnn()
     x = tg.tensor(rng.standard_normal((2, 3, 6, 6)).astype(np.float32), requires_grad=True)
@@ -52,7 +53,8 @@ def test_a_cnn_training_step_runs_every_compiled_pass(monkeypatch):
     # channel_sums: the batch's mean and the convolution bias's gradient
     assert calls == {"copy_windows": 1, "add_windows": 1, "max_windows": 1,
                      "add_max_gradients": 1, "channel_sums": 2, "center_and_square": 1,
-                     "scale_shift": 1, "gradient_sums": 1, "input_gradient": 1, "_gradient": 1}
+                     "scale_shift": 1, "gradient_sums": 1, "input_gradient": 1, "_forward": 1,
+                     "_gradient": 1}
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -67,6 +69,30 @@ def test_relu_backward_loop_gives_the_bits_of_the_numpy_expression(dtype):
         expected = grad * (a > 0)
     assert fast.dtype == expected.dtype
     np.testing.assert_array_equal(fast.view(np.uint8), expected.view(np.uint8))  # -0.0, NaN too
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_forward_loop_gives_numpys_bits(dtype):
+    a = rng.standard_normal(5000).astype(dtype)
+    a[:6] = [0.0, -0.0, np.nan, np.inf, -np.inf, -1e-30]
+    expected = np.maximum(a, np.zeros_like(a))  # (-0.0 becomes 0.0, NaN stays)
+    np.testing.assert_array_equal(relu_loop.relu(a).view(np.uint8), expected.view(np.uint8))
+    assert relu_loop.relu(a[::2]) is None  # not contiguous: numpy's maximum instead
+    np.testing.assert_array_equal(tg.tensor(a)[::2].relu().numpy(), expected[::2])
+
+
+def test_a_relu_network_does_not_load_numba():
+    """numba takes about half a second to load: ReLU uses its loops only once something
+    else (a convolution, batch norm) has loaded it."""
+    import subprocess
+    import sys
+    program = ("import sys, teachgrad as tg, teachgrad.nn as nn\n"
+               "model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))\n"
+               "model(tg.randn(3, 4)).sum().backward()\n"
+               "print('numba' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "False", done.stderr
 
 
 def test_relu_backward_loop_declines_what_it_does_not_take():
