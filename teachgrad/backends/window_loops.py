@@ -44,18 +44,7 @@ def _unsigned(index):
 def copy_windows(padded, kw, sh, sw, dh, dw, columns):
     """``columns[n, c, i*kw + j, p, q] = padded[n, c, p*sh + i*dh, q*sw + j*dw]``: the
     windows as :meth:`Backend.windows` copies them out, ``(N, C, kh*kw, out_h, out_w)``."""
-    n, c, elements, out_h, out_w = columns.shape
-    step = _unsigned(sw)
-    for image in range(n):
-        for channel in range(c):
-            for k in range(elements):
-                i, j = k // kw, k % kw
-                first = _unsigned(j * dw)
-                for p in range(out_h):
-                    row = padded[image, channel, p * sh + i * dh]
-                    column = columns[image, channel, k, p]
-                    for q in range(_unsigned(out_w)):
-                        column[q] = row[first + q * step]
+    _window_rows(padded, columns, kw, sh, sw, dh, dw, False)
 
 
 @njit(**_OPTIONS)
@@ -65,18 +54,29 @@ def add_windows(per_element, summed, kw, sh, sw, dh, dw):
 
     ``per_element`` is ``(N, C, kh*kw, out_h, out_w)``; ``summed`` (zeros) the padded image.
     """
-    n, c, elements, out_h, out_w = per_element.shape
+    _window_rows(summed, per_element, kw, sh, sw, dh, dw, True)
+
+
+@njit(**_OPTIONS)
+def _window_rows(image, columns, kw, sh, sw, dh, dw, add):
+    """Each row of ``columns`` beside the image's elements it stands for: copied out of
+    the image (im2col), or, with ``add``, added back into it (col2im)."""
+    n, c, elements, out_h, out_w = columns.shape
     step = _unsigned(sw)
-    for image in range(n):
+    for picture in range(n):
         for channel in range(c):
             for k in range(elements):
                 i, j = k // kw, k % kw
                 first = _unsigned(j * dw)
                 for p in range(out_h):
-                    row = summed[image, channel, p * sh + i * dh]
-                    values = per_element[image, channel, k, p]
-                    for q in range(_unsigned(out_w)):
-                        row[first + q * step] += values[q]
+                    row = image[picture, channel, p * sh + i * dh]
+                    column = columns[picture, channel, k, p]
+                    if add:
+                        for q in range(_unsigned(out_w)):
+                            row[first + q * step] += column[q]
+                    else:
+                        for q in range(_unsigned(out_w)):
+                            column[q] = row[first + q * step]
 
 
 @njit(**_OPTIONS)
