@@ -3,9 +3,9 @@
 All three read the image's sliding windows (:mod:`teachgrad.ops.conv`):
 
 * a convolution copies every window out as a column (``im2col``, through
-  strided views) and is then one ``tg.matmul`` of the filters with the columns,
-  the same matrix product (and, on ``cuda``, the same tiled kernel) the GPU
-  chapter builds;
+  strided views) and is then one matrix product of the filters with the columns
+  (plus the bias, in one operation), the backend's matmul (on ``cuda``, the same
+  tiled kernel the GPU chapter builds);
 * average-pooling is the mean of each column; max-pooling needs no columns: it
   is the elementwise maximum of the ``kh * kw`` strided slices that hold one
   element of every window.
@@ -85,9 +85,11 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     """2-D cross-correlation (what deep learning calls convolution), as ``torch.nn.functional.conv2d``.
 
     ``weight`` is ``(out_channels, in_channels / groups, kh, kw)``. Computed as
-    im2col then one batched ``tg.matmul``: ``weight`` flattened to
-    ``(groups, out / groups, in / groups * kh * kw)`` times the columns; on
-    ``cuda`` that product runs the GPU chapter's tiled matmul kernel.
+    im2col then one batched matrix product: ``weight`` flattened to
+    ``(out, in * kh * kw)`` times each image's columns, the bias added in the same
+    operation (:class:`teachgrad.ops.conv.FiltersTimesColumns`); with groups, a
+    ``tg.matmul`` of ``(groups, out / groups, in / groups * kh * kw)`` filters. On
+    ``cuda`` the product runs the GPU chapter's tiled matmul kernel.
     """
     image, unbatched = _batched("conv2d", input)
     if not isinstance(weight, Tensor) or weight.ndim != 4:
