@@ -150,9 +150,13 @@ class FiltersTimesColumns(Function):
         backend, g = ctx.backend, grad._array
         filters, columns = (t._array for t in ctx.saved_tensors)
         grads: list = [None, None, None]
-        if ctx.needs_input_grad[0]:  # one product per image, then their sum
-            per_image = backend.matmul(g, backend.permute(columns, (0, 2, 1)))
-            grads[0] = backend.reduce("sum", per_image, (0,), False)
+        if ctx.needs_input_grad[0]:
+            # one product per image, then their sum, made transposed: (columns @ gradᵀ)ᵀ
+            # holds the same sums as grad @ columnsᵀ, and OpenBLAS runs it in about two
+            # thirds of the time for a convolution's shapes (a long inner dimension)
+            per_image = backend.matmul(columns, backend.permute(g, (0, 2, 1)))
+            summed = backend.reduce("sum", per_image, (0,), False)
+            grads[0] = backend.contiguous(backend.permute(summed, (1, 0)))
         if ctx.needs_input_grad[1]:
             grads[1] = backend.matmul(backend.permute(filters, (1, 0)), g)
         if ctx.needs_input_grad[2]:
