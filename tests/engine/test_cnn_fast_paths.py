@@ -40,7 +40,7 @@ def test_a_cnn_training_step_runs_every_compiled_pass(monkeypatch):
             return original(*args, **kwargs)
         monkeypatch.setattr(module, name, wrapper)
 
-    for name in ("copy_windows", "add_windows", "max_windows", "add_max_gradients"):
+    for name in ("copy_windows", "add_windows", "max_windows_2x2", "add_max_gradients"):
         counted(window_loops, name)
     for name in ("channel_sums", "center_and_square", "scale_shift", "gradient_sums",
                  "input_gradient"):
@@ -51,7 +51,7 @@ def test_a_cnn_training_step_runs_every_compiled_pass(monkeypatch):
     x = tg.tensor(rng.standard_normal((2, 3, 6, 6)).astype(np.float32), requires_grad=True)
     F.cross_entropy(model(x), tg.tensor([1, 3])).backward()
     # channel_sums: the batch's mean and the convolution bias's gradient
-    assert calls == {"copy_windows": 1, "add_windows": 1, "max_windows": 1,
+    assert calls == {"copy_windows": 1, "add_windows": 1, "max_windows_2x2": 1,
                      "add_max_gradients": 1, "channel_sums": 2, "center_and_square": 1,
                      "scale_shift": 1, "gradient_sums": 1, "input_gradient": 1, "_forward": 1,
                      "_gradient": 1}
