@@ -18,6 +18,10 @@ from numba import njit
 
 from .compiled_loops import loops_take
 
+#: Below this many elements numpy's call is as quick (the compiled call's set-up, a
+#: microsecond or two, is most of the time there), so small arrays keep numpy's path.
+LOOPS_FROM = 4096
+
 
 @njit(cache=True, error_model="numpy")
 def _forward(a, out):
@@ -33,9 +37,9 @@ def _gradient(grad, a, out):
 
 
 def relu(a):
-    """``maximum(a, 0)`` by the compiled pass, or None when it does not take ``a`` (another
-    dtype or backend, or not contiguous)."""
-    if not (loops_take(a) and a.flags.c_contiguous):
+    """``maximum(a, 0)`` by the compiled pass, or None when it does not take ``a`` (small,
+    another dtype or backend, or not contiguous)."""
+    if a.size < LOOPS_FROM or not (loops_take(a) and a.flags.c_contiguous):
         return None
     out = np.empty_like(a)
     _forward(a.reshape(-1), out.reshape(-1))
@@ -44,8 +48,8 @@ def relu(a):
 
 def relu_gradient(grad, a):
     """``grad * (a > 0)`` by the compiled pass, or None when it does not take these
-    arrays (another dtype or backend, or not both contiguous and of one shape)."""
-    if not (loops_take(grad, a) and grad.shape == a.shape and grad.flags.c_contiguous
+    arrays (small, another dtype or backend, or not both contiguous and of one shape)."""
+    if grad.size < LOOPS_FROM or not (loops_take(grad, a) and grad.shape == a.shape and grad.flags.c_contiguous
             and a.flags.c_contiguous):
         return None
     out = np.empty_like(grad)
