@@ -4,12 +4,13 @@ The forward, ``maximum(a, 0)``, reads one array where numpy's fast loop reads tw
 (``a`` and an array of zeros: against the number 0 numpy takes a slower loop), and
 keeps numpy's bits: NaN stays NaN, ``-0.0`` becomes ``0.0``.
 
-Written with numpy, the backward ``grad * (a > 0)`` makes two passes: the comparison writes a
-bool array, then the product reads it back through numpy's mixed-dtype loop (a
-cast per element). The loop below multiplies by the comparison's 0 or 1 as it
-goes: the same product, so the same bits (``-0.0`` and NaN gradients included),
-in one pass and with no bool array. Every other backend, and arrays this loop does
-not take, keep the numpy expression (:class:`teachgrad.ops.elementwise.Relu`).
+Written with numpy, the backward ``grad * (a > 0)`` makes two passes: the
+comparison writes a bool array, then the product reads it back through numpy's
+mixed-dtype loop (a cast per element). The loop below multiplies by the
+comparison's 0 or 1 as it goes: the same product, so the same bits (``-0.0`` and
+NaN gradients included), in one pass and with no bool array. Every other backend,
+and arrays these loops do not take, keep the numpy expressions
+(:class:`teachgrad.ops.elementwise.Relu`).
 """
 from __future__ import annotations
 
@@ -49,8 +50,9 @@ def relu(a):
 def relu_gradient(grad, a):
     """``grad * (a > 0)`` by the compiled pass, or None when it does not take these
     arrays (small, another dtype or backend, or not both contiguous and of one shape)."""
-    if grad.size < LOOPS_FROM or not (loops_take(grad, a) and grad.shape == a.shape and grad.flags.c_contiguous
-            and a.flags.c_contiguous):
+    if grad.size < LOOPS_FROM or not loops_take(grad, a):
+        return None
+    if grad.shape != a.shape or not (grad.flags.c_contiguous and a.flags.c_contiguous):
         return None
     out = np.empty_like(grad)
     _gradient(grad.reshape(-1), a.reshape(-1), out.reshape(-1))

@@ -13,8 +13,9 @@ hold the two equal):
 * :func:`add_windows`: col2im, the convolution's way back from its columns: each
   window element's gradient added to the pixel it was read from;
 * :func:`max_windows` (and :func:`max_windows_2x2`, the usual window written out):
-  max-pooling's forward, the largest value of each window and which element it was (PyTorch's rule: the first largest; in a window with NaN, the
-  last NaN), kept as one small integer per window rather than a mask per element;
+  max-pooling's forward, the largest value of each window and which element it was
+  (PyTorch's rule: the first largest; in a window with NaN, the last NaN), kept as
+  one small integer per window rather than a mask per element;
 * :func:`add_max_gradients`: max-pooling's backward, each window's gradient added
   to the element that won.
 
@@ -22,7 +23,9 @@ numba compiles each loop once per dtype (``cache=True`` keeps the machine code o
 disk). The column indices are computed as unsigned integers (:func:`_unsigned`): a
 signed index may be negative, which numba must check for on every access (Python's
 ``a[-1]``), and that check stops LLVM from vectorising the inner loops (col2im
-runs about three times faster without it). Windows are ``kh x kw`` elements ``dilation`` apart, ``stride`` apart from one
+runs about three times faster without it).
+
+Windows are ``kh x kw`` elements ``dilation`` apart, ``stride`` apart from one
 another, read from an ``(N, C, Hp, Wp)`` padded image: window ``(p, q)``'s element
 ``(i, j)`` is pixel ``(p * sh + i * dh, q * sw + j * dw)``.
 """
