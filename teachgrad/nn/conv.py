@@ -3,9 +3,9 @@
 All three read the image's sliding windows (:mod:`teachgrad.ops.conv`):
 
 * a convolution copies every window out as a column (``im2col``, through
-  strided views) and is then one ``tg.matmul`` of the filters with the columns,
-  the same matrix product (and, on ``cuda``, the same tiled kernel) the GPU
-  chapter builds;
+  strided views) and is then one matrix product of the filters with the columns
+  (plus the bias, in one operation), the backend's matmul (on ``cuda``, the same
+  tiled kernel the GPU chapter builds);
 * average-pooling is the mean of each column; max-pooling needs no columns: it
   is the elementwise maximum of the ``kh * kw`` strided slices that hold one
   element of every window.
@@ -19,7 +19,7 @@ from typing import Any
 
 import teachgrad as tg
 from teachgrad.autograd.cast_points import cast_point
-from teachgrad.ops.conv import Im2Col, output_size
+from teachgrad.ops.conv import FiltersTimesColumns, Im2Col, output_size
 from teachgrad.ops.conv import MaxPool2d as MaxPool2dFunction
 from teachgrad.tensor import Tensor
 
@@ -85,9 +85,11 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     """2-D cross-correlation (what deep learning calls convolution), as ``torch.nn.functional.conv2d``.
 
     ``weight`` is ``(out_channels, in_channels / groups, kh, kw)``. Computed as
-    im2col then one batched ``tg.matmul``: ``weight`` flattened to
-    ``(groups, out / groups, in / groups * kh * kw)`` times the columns; on
-    ``cuda`` that product runs the GPU chapter's tiled matmul kernel.
+    im2col then one batched matrix product: ``weight`` flattened to
+    ``(out, in * kh * kw)`` times each image's columns, the bias added in the same
+    operation (:class:`teachgrad.ops.conv.FiltersTimesColumns`); with groups, a
+    ``tg.matmul`` of ``(groups, out / groups, in / groups * kh * kw)`` filters. On
+    ``cuda`` the product runs the GPU chapter's tiled matmul kernel.
     """
     image, unbatched = _batched("conv2d", input)
     if not isinstance(weight, Tensor) or weight.ndim != 4:
@@ -117,14 +119,16 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     # (N, out_channels, L) directly: the output's own memory order, so nothing is copied
     # on the way in or out (as PyTorch, which also runs one product per image).
     rows, positions = group_in * kh * kw, out_h * out_w
-    if groups == 1:
-        out = tg.matmul(weight.reshape(out_channels, rows), columns.reshape(n, rows, positions))
+    if groups == 1:  # the product and the bias as one operation (the bias added in place)
+        out = FiltersTimesColumns.apply(weight.reshape(out_channels, rows),
+                                        columns.reshape(n, rows, positions), bias)
+        out = out.reshape(n, out_channels, out_h, out_w)
     else:
         filters = weight.reshape(groups, out_channels // groups, rows)
         out = tg.matmul(filters, columns.reshape(n, groups, rows, positions))
-    out = out.reshape(n, out_channels, out_h, out_w)
-    if bias is not None:
-        out = out + bias.reshape(1, out_channels, 1, 1)
+        out = out.reshape(n, out_channels, out_h, out_w)
+        if bias is not None:
+            out = out + bias.reshape(1, out_channels, 1, 1)
     return out.squeeze(0) if unbatched else out
 
 

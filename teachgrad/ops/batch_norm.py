@@ -32,15 +32,55 @@ def batch_statistics(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """Per channel (dimension 1): the batch's mean, the centred input ``x - mean``, and
     the biased variance (mean and variance shaped ``(1, C, 1, ...)``, to broadcast).
 
-    Not recorded for autograd: :class:`BatchNormTraining` differentiates through them.
-    Ordinary tensor operations, so that ``tg.jit.trace`` records them and a compiled
-    graph computes the same bits as eager (the compiled loops below run inside the
-    Function, where both take the same path).
+    Not differentiated: :class:`BatchNormTraining` differentiates through them. One
+    operation (:class:`BatchStatistics`), so that ``tg.jit.trace`` records it as a step
+    of the graph, and a compiled graph computes them anew, with the same bits as eager.
     """
-    axes = (0, *range(2, x.ndim))
-    mean = x.mean(dim=axes, keepdim=True)
-    centered = x - mean  # (squared by a product: a power is many times slower)
-    return mean, centered, (centered * centered).mean(dim=axes, keepdim=True)
+    return BatchStatistics.apply(x)
+
+
+class BatchStatistics(Function):
+    """The batch's per-channel ``mean``, ``x - mean`` and biased variance, as three outputs.
+
+    Called without autograd (batch norm's own backward covers them); a Function so
+    that a trace records the computation rather than its first results. On numpy float
+    arrays two compiled walks (float64 sums, :mod:`teachgrad.backends.batch_norm_loops`)
+    replace five whole-array passes; elsewhere they are tensor operations.
+    """
+
+    rule = "mean = Σx / m, centred = x − mean, var = Σ centred² / m (per channel; not differentiated)"
+
+    @staticmethod
+    def forward(ctx: Context, x: Tensor):
+        if loops_take(x._array):
+            return _compiled_statistics(x._array)
+        axes = (0, *range(2, x.ndim))
+        mean = x.mean(dim=axes, keepdim=True)
+        centered = x - mean  # (squared by a product: a power is many times slower)
+        variance = (centered * centered).mean(dim=axes, keepdim=True)
+        return mean._array, centered._array, variance._array
+
+    @staticmethod
+    def backward(ctx: Context, *grads: Tensor):
+        raise RuntimeError("batch_statistics is not differentiable on its own: batch norm's "
+                           "backward (BatchNormTraining) differentiates through it. Fix: call "
+                           "it under tg.no_grad(), as F.batch_norm does.")
+
+
+def _compiled_statistics(x):
+    """:class:`BatchStatistics` by the compiled loops: the sums, then centre and square."""
+    from ..backends import batch_norm_loops as loops
+    x = np.ascontiguousarray(x)
+    channels = x.shape[1]
+    count = x.size // channels  # values per channel
+    per_channel = (1, channels) + (1,) * (x.ndim - 2)
+    sums, sum_squares = np.empty(channels), np.empty(channels)
+    loops.channel_sums(_as_rows(x), sums)
+    mean = (sums / count).astype(x.dtype)
+    centered = np.empty_like(x)
+    loops.center_and_square(_as_rows(x), mean, _as_rows(centered), sum_squares)
+    return (mean.reshape(per_channel), centered,
+            (sum_squares / count).astype(x.dtype).reshape(per_channel))
 
 
 def _as_rows(array):

@@ -13,6 +13,7 @@ tensor for every ``*``.
 from __future__ import annotations
 
 import math
+import sys
 
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
@@ -267,12 +268,28 @@ class Relu(Function):
     @staticmethod
     def forward(ctx: Context, a: Tensor):
         ctx.save_for_backward(a)
-        return ctx.backend.unary("relu", a._array)
+        loops = _relu_loops()  # numpy arrays: one compiled pass, numpy's bits
+        out = None if loops is None else loops.relu(a._array)
+        return ctx.backend.unary("relu", a._array) if out is None else out
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         (a,) = ctx.saved_tensors
-        return grad * (a > 0)  # (a bool mask: True counts as 1)
+        loops = _relu_loops() if ctx._arrays else None  # (numpy arrays: one pass, same bits)
+        fast = None if loops is None else loops.relu_gradient(grad, a)
+        return grad * (a > 0) if fast is None else fast  # (a bool mask: True counts as 1)
+
+
+def _relu_loops():
+    """ReLU's compiled passes (``backends/relu_loop.py``) once numba is loaded, else None.
+
+    Loading numba takes about half a second: a network of Linear layers and ReLUs
+    never loads it for this, one with convolutions or batch norm has loaded it already.
+    """
+    if "numba" not in sys.modules:
+        return None
+    from ..backends import relu_loop
+    return relu_loop
 
 
 class Maximum(Function):

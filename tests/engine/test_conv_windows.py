@@ -144,6 +144,7 @@ POOL_CASES = [  # (shape, kernel, stride, padding, dilation)
     ((2, 2, 7, 9), (2, 2), (2, 2), (0, 0), (1, 1)),     # ragged: the last row/column unused
     ((1, 2, 7, 6), (3, 3), (1, 1), (1, 1), (1, 1)),     # overlapping windows
     ((2, 1, 9, 7), (3, 2), (2, 1), (1, 1), (2, 1)),     # non-square, strided, dilated
+    ((2, 2, 7, 8), (2, 2), (1, 2), (1, 0), (2, 1)),     # 2x2 overlapping, dilated, padded
 ]
 
 

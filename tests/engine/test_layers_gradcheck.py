@@ -81,12 +81,15 @@ def test_max_pool_gives_a_tied_window_s_gradient_to_its_first_maximum():
     assert x.grad.tolist() == [[[[0.0, 1.0], [0.0, 0.0]]]]
 
 
-def test_conv2d_runs_its_product_through_tg_matmul_as_one_im2col_node():
+@pytest.mark.parametrize("bias", [False, True])
+def test_conv2d_is_one_im2col_node_and_one_matrix_product_node(bias):
     x, w = T(1, 2, 4, 4), T(3, 2, 3, 3)
-    out = F.conv2d(x, w)
+    out = F.conv2d(x, w, T(3) if bias else None)
     names, todo = [], [out.grad_fn]
     while todo:  # every node of the graph
         node = todo.pop()
         names.append(node.name())
         todo += [n for n, _ in node.next_functions if n is not None]
-    assert names.count("MatMulBackward") == 1 and names.count("Im2ColBackward") == 1
+    # (the bias is added inside the product's node, not by an addition of its own)
+    assert names.count("FiltersTimesColumnsBackward") == 1 and names.count("Im2ColBackward") == 1
+    assert "AddBackward" not in names
