@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import teachgrad as tg
 from teachgrad.autograd.cast_points import cast_point
 from teachgrad.ops.binary_cross_entropy import BinaryCrossEntropy, LogSigmoid
 from teachgrad.tensor import Tensor
@@ -31,7 +32,7 @@ def _check_pair(name: str, input: Any, target: Any, size_message: str) -> None:
         if not isinstance(t, Tensor):
             raise TypeError(f"{name}(): argument '{what}' must be Tensor, not {type(t).__name__}")
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(size_message.format(target=tuple(target.shape), input=tuple(input.shape)))
+        raise ValueError(size_message.format(target=target.shape, input=input.shape))
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f'"{name}" not implemented for {input.dtype}: the input must '
                                   "hold floating-point values. Fix: input.float()")
@@ -49,6 +50,10 @@ def _check_factor(name: str, what: str, factor: Any, input: Tensor) -> None:
         return
     if not isinstance(factor, Tensor):
         raise TypeError(f"{name}(): argument '{what}' must be Tensor, not {type(factor).__name__}")
+    if factor.requires_grad and tg.is_grad_enabled():
+        raise RuntimeError(f"The function '{name}' is not differentiable with respect to argument "
+                           f"'{what}'. This input cannot have requires_grad True. Fix: pass "
+                           f"{what}.detach()")
     if factor.device != input.device:
         raise RuntimeError(f"{name}: input is on {input.device} but {what} is on "
                            f"{factor.device}. Fix: move {what} with .to('{input.device}')")

@@ -8,11 +8,15 @@ ignores: it keeps ``(p - y) / (p (1 - p))``), and ``log_sigmoid`` written as
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
 
 LOG_FLOOR = -100.0  # PyTorch's clamp of log(p) and log(1 - p): a loss of at most 100
-EPSILON = 1e-12  # PyTorch's floor of p (1 - p) in the gradient's denominator
+# PyTorch's floor of p (1 - p) in the gradient's denominator: 1e-12 as a float32 constant
+# (also for float64), kept so that the gradients match PyTorch's to the last bit
+EPSILON = float(np.float32(1e-12))
 
 
 class BinaryCrossEntropy(Function):
@@ -25,8 +29,9 @@ class BinaryCrossEntropy(Function):
     def forward(ctx: Context, p: Tensor, y: Tensor):
         ctx.save_for_backward(p, y)
         b = ctx.backend
-        log_p = b.binary("maximum", b.unary("log", p._array), LOG_FLOOR)
-        log_not_p = b.binary("maximum", b.unary("log1p", b.unary("neg", p._array)), LOG_FLOOR)
+        with np.errstate(divide="ignore"):  # log(0) = -inf is meant: the clamp takes it
+            log_p = b.binary("maximum", b.unary("log", p._array), LOG_FLOOR)
+            log_not_p = b.binary("maximum", b.unary("log1p", b.unary("neg", p._array)), LOG_FLOOR)
         # (y - 1) log(1 - p) - y log p: PyTorch's order of operations
         return b.binary("sub", b.binary("mul", b.binary("sub", y._array, 1.0), log_not_p),
                         b.binary("mul", y._array, log_p))
@@ -35,7 +40,8 @@ class BinaryCrossEntropy(Function):
     def backward(ctx: Context, grad: Tensor):
         p, y = ctx.saved_tensors
         d_p = grad * (p - y) / ((1 - p) * p).clamp(min=EPSILON) if ctx.needs_input_grad[0] else None
-        d_y = grad * ((-p).log1p() - p.log()) if ctx.needs_input_grad[1] else None
+        with np.errstate(divide="ignore"):  # (±inf where p is 0 or 1, as PyTorch's)
+            d_y = grad * ((-p).log1p() - p.log()) if ctx.needs_input_grad[1] else None
         return d_p, d_y
 
 

@@ -13,12 +13,17 @@ Mish is ``x * tanh(softplus(x))``: smooth everywhere, a little below 0 for negat
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd.function import Context, Function
 from ..tensor import Tensor
 from .elementwise import Where
 
 RAMP_HALF_WIDTH = 3.0  # hardsigmoid rises from 0 at -3 to 1 at +3
 RAMP_HEIGHT = 6.0  # relu6(x + 3) / 6: the ramp is relu6 shifted and scaled
+# hardsigmoid's slope as PyTorch's backward has it: 1/6 rounded to float32, also for float64
+# (1.7e-9 above 1/6; kept so that gradients match PyTorch's to the last bit)
+HARDSIGMOID_SLOPE = float(np.float32(1.0 / 6.0))
 SOFTPLUS_LINEAR_FROM = 20.0  # above this, log(1 + e^x) is x to double precision
 
 
@@ -57,7 +62,7 @@ class Hardsigmoid(Function):
     def backward(ctx: Context, grad: Tensor):
         (a,) = ctx.saved_tensors
         on_the_ramp = (a > -RAMP_HALF_WIDTH) & (a < RAMP_HALF_WIDTH)
-        return Where.apply(on_the_ramp, grad / RAMP_HEIGHT, 0.0)
+        return Where.apply(on_the_ramp, grad * HARDSIGMOID_SLOPE, 0.0)
 
 
 class Hardswish(Function):
