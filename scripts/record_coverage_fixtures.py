@@ -1,7 +1,8 @@
 """Record PyTorch's numbers and error messages for the activations ``hardtanh``, ``relu6``,
 ``selu``, ``mish``, ``hardswish``, ``hardsigmoid``, the losses ``binary_cross_entropy`` and
-``binary_cross_entropy_with_logits``, and ``conv1d``, into fixtures the tests compare
-against (the tests never import torch).
+``binary_cross_entropy_with_logits``, ``conv1d``, and the singular-value matrix norms
+(``'nuc'``, ±2, through ``linalg.matrix_norm``, ``linalg.norm`` and ``Tensor.norm``), into
+fixtures the tests compare against (the tests never import torch).
 
     PYTHONPATH= /work/torchenv/bin/python scripts/record_coverage_fixtures.py
 
@@ -59,6 +60,12 @@ def run(kind: str, t: dict, options: dict) -> torch.Tensor:
     if kind == "bce_logits":
         return F.binary_cross_entropy_with_logits(t["input"], t["target"], weight=t.get("weight"),
                                                   pos_weight=t.get("pos_weight"), **options)
+    if kind == "matrix_norm":
+        return torch.linalg.matrix_norm(t["input"], **options)
+    if kind == "linalg_norm":
+        return torch.linalg.norm(t["input"], **options)
+    if kind == "tensor_norm":
+        return t["input"].norm(**options)
     return F.conv1d(t["input"], t["weight"], t.get("bias"), **options)
 
 
@@ -117,6 +124,19 @@ def conv1d_cases() -> None:
         record(f"conv1d/{name}", "conv1d", options, inputs)
 
 
+def matrix_norm_cases() -> None:
+    tall, batch = rng.standard_normal((4, 3)), rng.standard_normal((2, 3, 5))
+    repeated = np.diag([2.0, 2.0, 0.5])  # a tie for the largest: the gradient is shared
+    for ord_ in ("nuc", 2, -2):
+        record(f"matrix_norm/{ord_}_tall", "matrix_norm", {"ord": ord_}, {"input": tall})
+        record(f"matrix_norm/{ord_}_batch_dims_0_2_keepdim", "matrix_norm",
+               {"ord": ord_, "dim": [0, 2], "keepdim": True}, {"input": batch})
+        record(f"linalg_norm/{ord_}", "linalg_norm", {"ord": ord_}, {"input": tall})
+    record("matrix_norm/2_repeated", "matrix_norm", {"ord": 2}, {"input": repeated})
+    record("matrix_norm/nuc_batch", "matrix_norm", {"ord": "nuc"}, {"input": batch})
+    record("tensor_norm/nuc", "tensor_norm", {"p": "nuc"}, {"input": tall})
+
+
 # -- bad calls: PyTorch's exception class and message ---------------------------------------
 
 ERRORS = {
@@ -144,6 +164,8 @@ ERRORS = {
     "conv1d_padding_string": lambda: F.conv1d(torch.zeros(2, 3, 5), torch.zeros(4, 3, 2),
                                               padding="full"),
     "conv1d_bias": lambda: F.conv1d(torch.zeros(2, 3, 5), torch.zeros(4, 3, 2), torch.zeros(3)),
+    "matrix_norm_non_finite": lambda: torch.linalg.matrix_norm(
+        torch.tensor([[float("nan"), 1.0], [1.0, 1.0]]), 2),
     "Conv1d_groups": lambda: nn.Conv1d(3, 4, 2, groups=2),
     "Conv1d_same_strided": lambda: nn.Conv1d(3, 4, 2, padding="same", stride=2),
 }
@@ -180,6 +202,7 @@ def main() -> None:
     bce_cases()
     bce_logits_cases()
     conv1d_cases()
+    matrix_norm_cases()
     record_file = {"torch_version": torch.__version__, "cases": cases, "errors": error_messages(),
                    "reprs": {call: repr(module) for call, module in REPRS.items()}}
     with open(os.path.join(OUT, "coverage_ops.json"), "w") as f:

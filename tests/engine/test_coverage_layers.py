@@ -232,3 +232,21 @@ def test_a_refused_loss_leaves_no_graph_behind():
     with pytest.raises(RuntimeError):
         F.binary_cross_entropy(p, tg.tensor([1.0, 0.0]))
     assert p.grad is None and p.grad_fn is None
+
+
+@pytest.mark.parametrize("ord", ["nuc", 2, -2])
+def test_singular_value_norms_gradients_in_float64(ord, device):
+    shape = (2, 3) if device == "cuda" else (2, 3, 4)
+    A = tg.tensor(rng.standard_normal(shape), dtype=tg.float64, device=device, requires_grad=True)
+    assert gradcheck(lambda A: tg.linalg.matrix_norm(A, ord), (A,))
+    assert gradcheck(lambda A: tg.linalg.matrix_norm(A, ord, dim=(-1, 0), keepdim=True), (A,))
+
+
+def test_singular_value_norms_follow_numpy():
+    A = rng.standard_normal((3, 5, 4))
+    for ord in ("nuc", 2, -2):
+        np.testing.assert_allclose(tg.linalg.matrix_norm(tg.tensor(A), ord).numpy(),
+                                   np.linalg.norm(A, ord, axis=(1, 2)), rtol=1e-12)
+    assert tg.linalg.matrix_norm(tg.zeros(0, 3), 2).item() == 0.0  # no singular values
+    assert tg.tensor(A[0]).norm(p="nuc").item() == pytest.approx(np.linalg.norm(A[0], "nuc"))
+    assert tg.linalg.norm(tg.tensor(A[0]), -2).item() == pytest.approx(np.linalg.norm(A[0], -2))

@@ -1,5 +1,5 @@
 """Hardtanh, ReLU6, SELU, Mish, Hardswish, Hardsigmoid, binary cross-entropy (from
-probabilities and from logits) and conv1d against PyTorch's own numbers: outputs and the
+probabilities and from logits), conv1d and the singular-value matrix norms against PyTorch's own numbers: outputs and the
 gradient of every input (at every kink of the activations), error messages and module
 reprs, recorded by scripts/record_coverage_fixtures.py into tests/fixtures (torch is
 not imported)."""
@@ -31,6 +31,12 @@ def _run(case: dict, t: dict) -> tg.Tensor:
     if kind == "bce_logits":
         return F.binary_cross_entropy_with_logits(t["input"], t["target"], weight=t.get("weight"),
                                                   pos_weight=t.get("pos_weight"), **options)
+    if kind == "matrix_norm":
+        return tg.linalg.matrix_norm(t["input"], **options)
+    if kind == "linalg_norm":
+        return tg.linalg.norm(t["input"], **options)
+    if kind == "tensor_norm":
+        return t["input"].norm(**options)
     return F.conv1d(t["input"], t["weight"], t.get("bias"), **options)
 
 
@@ -57,7 +63,8 @@ def test_outputs_and_gradients_match_pytorch(name, device):
 def test_every_kind_of_case_was_recorded():
     kinds = {case["kind"] for case in CASES.values()}
     functions = {case["options"]["function"] for case in CASES.values() if case["kind"] == "activation"}
-    assert kinds == {"activation", "bce", "bce_logits", "conv1d"}
+    assert kinds == {"activation", "bce", "bce_logits", "conv1d", "matrix_norm", "linalg_norm",
+                     "tensor_norm"}
     assert functions == {"hardtanh", "relu6", "selu", "mish", "hardswish", "hardsigmoid"}
 
 
@@ -85,11 +92,14 @@ BAD_CALLS = {
                                             padding="same"),
     "conv1d_padding_string": lambda: F.conv1d(tg.zeros(2, 3, 5), tg.zeros(4, 3, 2), padding="full"),
     "conv1d_bias": lambda: F.conv1d(tg.zeros(2, 3, 5), tg.zeros(4, 3, 2), tg.zeros(3)),
+    "matrix_norm_non_finite": lambda: tg.linalg.matrix_norm(
+        tg.tensor([[float("nan"), 1.0], [1.0, 1.0]]), 2),
     "Conv1d_groups": lambda: nn.Conv1d(3, 4, 2, groups=2),
     "Conv1d_same_strided": lambda: nn.Conv1d(3, 4, 2, padding="same", stride=2),
 }
-# PyTorch's layer asserts its bounds; a library should not rely on assert (python -O drops it)
-TYPE_INSTEAD = {"AssertionError": "ValueError"}
+# PyTorch's layer asserts its bounds; a library should not rely on assert (python -O drops it).
+# torch.linalg.LinAlgError is PyTorch's own subclass of RuntimeError.
+TYPE_INSTEAD = {"AssertionError": "ValueError", "_LinAlgError": "RuntimeError"}
 
 
 @pytest.mark.parametrize("name", sorted(RECORDED["errors"]))
