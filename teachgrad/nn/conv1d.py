@@ -14,7 +14,7 @@ from teachgrad.autograd.cast_points import cast_point
 from teachgrad.tensor import Tensor
 
 from . import init
-from .arguments import check_like
+from .arguments import check_conv_layer, check_like
 from .conv import conv2d
 from .module import Module
 
@@ -107,15 +107,7 @@ class Conv1d(Module):
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
                  padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
         super().__init__()
-        if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups != 0:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups != 0:
-            raise ValueError("out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv1d: teachgrad supports only padding_mode='zeros', "
-                                      f"got {padding_mode!r}")
+        check_conv_layer("Conv1d", in_channels, out_channels, groups, padding_mode)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = (single(kernel_size, "kernel_size", 1),)
         self.stride = (single(stride, "stride", 1),)

@@ -22,8 +22,8 @@ from teachgrad.autograd.cast_points import cast_point
 from teachgrad.ops.binary_cross_entropy import BinaryCrossEntropy, LogSigmoid
 from teachgrad.tensor import Tensor
 
-from . import functional as F
-from .loss import _Loss
+from .loss_reduction import _check_loss_options, _check_reduction, _reduce
+from .module import Module
 
 
 def _check_pair(name: str, input: Any, target: Any, size_message: str) -> None:
@@ -73,7 +73,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     ``input`` holds probabilities in ``[0, 1]`` (a sigmoid's output); ``target`` the same
     shape, in ``[0, 1]`` too (soft labels are allowed).
     """
-    F._check_loss_options("binary_cross_entropy", reduction, options)
+    _check_loss_options("binary_cross_entropy", reduction, options)
     _check_pair("binary_cross_entropy", input, target,
                 "Using a target size ({target}) that is different to the input size ({input}) "
                 "is deprecated. Please ensure they have the same size.")
@@ -83,7 +83,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                            "probabilities (apply .sigmoid() first), or use "
                            "binary_cross_entropy_with_logits on the raw scores")
     loss = BinaryCrossEntropy.apply(input, target)
-    return F._reduce(loss if weight is None else loss * weight, reduction)
+    return _reduce(loss if weight is None else loss * weight, reduction)
 
 
 def _within_zero_and_one(input: Tensor) -> bool:
@@ -99,7 +99,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
                                      **options: Any) -> Tensor:
     """Binary cross-entropy of ``sigmoid(input)``, computed from the logits ``input``:
     ``(1 - y) x - (1 + (pos_weight - 1) y) log_sigmoid(x)``, times ``weight``, then reduced."""
-    F._check_loss_options("binary_cross_entropy_with_logits", reduction, options)
+    _check_loss_options("binary_cross_entropy_with_logits", reduction, options)
     _check_pair("binary_cross_entropy_with_logits", input, target,
                 "Target size ({target}) must be the same as input size ({input})")
     _check_factor("binary_cross_entropy_with_logits", "weight", weight, input)
@@ -108,29 +108,38 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     if pos_weight is not None:
         log_p = log_p * ((pos_weight - 1) * target + 1)
     loss = (1 - target) * input - log_p
-    return F._reduce(loss if weight is None else loss * weight, reduction)
+    return _reduce(loss if weight is None else loss * weight, reduction)
 
 
-class BCELoss(_Loss):
+class _WeightedLoss(Module):
+    """Holds and checks ``reduction``, and ``weight`` as a buffer (it moves with ``.to()`` and
+    is saved in ``state_dict``), as PyTorch's ``_WeightedLoss``."""
+
+    def __init__(self, weight: Tensor | None, reduction: str) -> None:
+        super().__init__()
+        _check_reduction(reduction)
+        self.reduction = reduction
+        self.register_buffer("weight", weight)
+
+
+class BCELoss(_WeightedLoss):
     """Binary cross-entropy of probabilities (put a ``Sigmoid`` before it, or better, use
     :class:`BCEWithLogitsLoss` on the raw scores). See :func:`binary_cross_entropy`."""
 
     def __init__(self, weight: Tensor | None = None, reduction: str = "mean") -> None:
-        super().__init__(reduction)
-        self.register_buffer("weight", weight)  # moves with .to(), saved in state_dict
+        super().__init__(weight, reduction)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return binary_cross_entropy(input, target, self.weight, self.reduction)
 
 
-class BCEWithLogitsLoss(_Loss):
+class BCEWithLogitsLoss(_WeightedLoss):
     """A sigmoid and binary cross-entropy in one numerically stable step.
     See :func:`binary_cross_entropy_with_logits`."""
 
     def __init__(self, weight: Tensor | None = None, reduction: str = "mean",
                  pos_weight: Tensor | None = None) -> None:
-        super().__init__(reduction)
-        self.register_buffer("weight", weight)
+        super().__init__(weight, reduction)
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
