@@ -250,3 +250,21 @@ def test_singular_value_norms_follow_numpy():
     assert tg.linalg.matrix_norm(tg.zeros(0, 3), 2).item() == 0.0  # no singular values
     assert tg.tensor(A[0]).norm(p="nuc").item() == pytest.approx(np.linalg.norm(A[0], "nuc"))
     assert tg.linalg.norm(tg.tensor(A[0]), -2).item() == pytest.approx(np.linalg.norm(A[0], -2))
+
+
+def test_a_saved_graph_may_use_the_new_functions(tmp_path):
+    tg.manual_seed(1)
+    model = nn.Sequential(nn.Conv1d(3, 4, 3), nn.Hardswish(), nn.Flatten(), nn.Linear(24, 4),
+                          nn.Mish(), nn.Hardsigmoid(), nn.SELU(), nn.ReLU6(), nn.Hardtanh())
+
+    def step(x, target):
+        out = model(x)
+        return (F.binary_cross_entropy(out.sigmoid(), target)
+                + F.binary_cross_entropy_with_logits(out, target)
+                + tg.linalg.matrix_norm(out, "nuc"))
+
+    x, target = tg.randn(2, 3, 8), tg.rand(2, 4)
+    tg.jit.save(tg.jit.trace(step, (x, target)), tmp_path / "step.tgjit")
+    loaded = tg.jit.load(tmp_path / "step.tgjit")
+    x2 = tg.randn(2, 3, 8)
+    assert loaded(x2, target).item() == pytest.approx(step(x2, target).item(), rel=1e-6)
