@@ -1,5 +1,5 @@
 """Record PyTorch's numbers and error messages for the activations ``hardtanh``, ``relu6``,
-``selu``, ``mish``, ``hardswish``, ``hardsigmoid``, the losses ``binary_cross_entropy`` and
+``selu``, ``mish``, ``hardswish``, ``hardsigmoid``, ``logsigmoid``, the losses ``binary_cross_entropy`` and
 ``binary_cross_entropy_with_logits``, ``conv1d``, and the singular-value matrix norms
 (``'nuc'``, ±2, through ``linalg.matrix_norm``, ``linalg.norm`` and ``Tensor.norm``), into
 fixtures the tests compare against (the tests never import torch).
@@ -73,7 +73,7 @@ def activation_cases() -> None:
     values = np.concatenate([KINKS, rng.uniform(-7, 7, 13)]).reshape(4, 6)
     for function, arguments in [("hardtanh", {}), ("hardtanh", {"min_val": -2.0, "max_val": 3.0}),
                                 ("relu6", {}), ("selu", {}), ("mish", {}), ("hardswish", {}),
-                                ("hardsigmoid", {})]:
+                                ("hardsigmoid", {}), ("logsigmoid", {})]:
         label = function + "".join(f"_{k}{v}" for k, v in arguments.items())
         record(f"activation/{label}", "activation",
                {"function": function, "arguments": arguments}, {"input": values})
@@ -187,6 +187,7 @@ REPRS = {
     "Hardtanh()": nn.Hardtanh(), "Hardtanh(-2, 3, True)": nn.Hardtanh(-2, 3, True),
     "ReLU6()": nn.ReLU6(), "ReLU6(True)": nn.ReLU6(True), "SELU()": nn.SELU(),
     "SELU(True)": nn.SELU(True), "Mish()": nn.Mish(), "Mish(True)": nn.Mish(True),
+    "LogSigmoid()": nn.LogSigmoid(),
     "Hardswish(True)": nn.Hardswish(True), "Hardsigmoid(True)": nn.Hardsigmoid(True),
     "BCELoss()": nn.BCELoss(), "BCEWithLogitsLoss(reduction='sum')": nn.BCEWithLogitsLoss(reduction="sum"),
     "Conv1d(3, 4, 3)": nn.Conv1d(3, 4, 3),

@@ -8,7 +8,7 @@
 * activations beyond ReLU (``activations.py``): :class:`GELU`, :class:`SiLU`,
   :class:`LeakyReLU`, :class:`ELU`, :class:`Softplus`;
 * more activations (``more_activations.py``): :class:`Hardtanh`, :class:`ReLU6`, :class:`SELU`,
-  :class:`Mish`, :class:`Hardswish`, :class:`Hardsigmoid`;
+  :class:`Mish`, :class:`Hardswish`, :class:`Hardsigmoid`, :class:`LogSigmoid`;
 * losses (``loss.py``): :class:`MSELoss`, :class:`L1Loss`, :class:`CrossEntropyLoss`, :class:`NLLLoss`;
   binary cross-entropy (``losses_binary.py``): :class:`BCELoss`, :class:`BCEWithLogitsLoss`;
 * convolution and pooling (``conv.py``): :class:`Conv2d`, :class:`MaxPool2d`, :class:`AvgPool2d`;
@@ -29,7 +29,7 @@
 from . import functional, init
 from . import utils
 from .activations import ELU, GELU, LeakyReLU, SiLU, Softplus
-from .more_activations import SELU, Hardsigmoid, Hardswish, Hardtanh, Mish, ReLU6
+from .more_activations import SELU, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid, Mish, ReLU6
 from .adaptive_pool import AdaptiveAvgPool2d, AdaptiveMaxPool2d
 from .containers import ModuleDict, ModuleList, Sequential
 from .conv import AvgPool2d, Conv2d, MaxPool2d
@@ -53,7 +53,7 @@ __all__ = [
     "Module", "Parameter", "DataParallel", "Sequential", "ModuleList", "ModuleDict",
     "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten", "Dropout", "Dropout2d", "Identity",
     "GELU", "SiLU", "LeakyReLU", "ELU", "Softplus",
-    "Hardtanh", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
+    "Hardtanh", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid", "LogSigmoid",
     "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "GroupNorm",
     "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
     "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",

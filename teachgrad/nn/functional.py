@@ -318,8 +318,8 @@ from .adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d  # noqa: E40
 from .group_norm import group_norm  # noqa: E402
 from .conv import avg_pool2d, conv2d, max_pool2d  # noqa: E402
 from .conv1d import conv1d  # noqa: E402
-from .more_activations import (hardsigmoid, hardswish, hardtanh, hardtanh_, mish,  # noqa: E402
-                               relu6, selu, selu_)
+from .more_activations import (hardsigmoid, hardswish, hardtanh, hardtanh_,  # noqa: E402
+                               logsigmoid, mish, relu6, selu, selu_)
 from .losses_binary import binary_cross_entropy, binary_cross_entropy_with_logits  # noqa: E402
 from .norm import batch_norm, layer_norm  # noqa: E402
 from .sparse import embedding  # noqa: E402

@@ -1,22 +1,26 @@
 """More activations: ``Hardtanh``, ``ReLU6``, ``SELU``, ``Mish``, ``Hardswish``,
-``Hardsigmoid``, as layers and as the functions ``F.hardtanh`` (and ``F.hardtanh_``),
-``F.relu6``, ``F.selu`` (and ``F.selu_``), ``F.mish``, ``F.hardswish``, ``F.hardsigmoid``.
+``Hardsigmoid``, ``LogSigmoid``, as layers and as the functions ``F.hardtanh`` (and
+``F.hardtanh_``), ``F.relu6``, ``F.selu`` (and ``F.selu_``), ``F.mish``, ``F.hardswish``,
+``F.hardsigmoid``, ``F.logsigmoid``.
 
 * ``hardtanh`` clips to ``[min_val, max_val]``; ``relu6`` is ``hardtanh`` on ``[0, 6]``
   (a ReLU that cannot grow past 6, kind to low-precision arithmetic);
 * ``hardsigmoid`` and ``hardswish`` are straight-line stand-ins for the sigmoid and SiLU;
 * ``selu`` is ELU scaled by fixed constants chosen so that activations keep mean 0 and
   variance 1 from layer to layer ("self-normalising" networks);
-* ``mish`` is ``x * tanh(softplus(x))``, a smooth cousin of SiLU.
+* ``mish`` is ``x * tanh(softplus(x))``, a smooth cousin of SiLU;
+* ``logsigmoid`` is ``log(sigmoid(x))`` without forming the sigmoid (finite for any ``x``).
 
 The Functions and their derivatives are in :mod:`teachgrad.ops.hard_activations`
-(SELU reuses ELU's, :mod:`teachgrad.ops.pointwise_activation`).
+(SELU reuses ELU's, :mod:`teachgrad.ops.pointwise_activation`; ``logsigmoid`` is binary
+cross-entropy's, :mod:`teachgrad.ops.binary_cross_entropy`).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from teachgrad.ops import hard_activations as ha
+from teachgrad.ops.binary_cross_entropy import LogSigmoid as LogSigmoidFunction
 from teachgrad.ops.pointwise_activation import Elu
 from teachgrad.tensor import Tensor
 
@@ -101,6 +105,12 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     return _result(input, ha.Hardsigmoid.apply(input), inplace)
 
 
+def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|))``: no exponent can overflow."""
+    _check_input("logsigmoid", input)
+    return LogSigmoidFunction.apply(input)
+
+
 # -- as layers ------------------------------------------------------------------------------
 
 class _InplaceActivation(Module):
@@ -173,3 +183,10 @@ class Hardsigmoid(_InplaceActivation):
 
     function = staticmethod(hardsigmoid)
     show_inplace = False  # (PyTorch's repr leaves it out)
+
+
+class LogSigmoid(Module):
+    """``log(sigmoid(x))``: see :func:`logsigmoid`."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return logsigmoid(input)

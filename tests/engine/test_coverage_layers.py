@@ -25,6 +25,7 @@ ACTIVATIONS = {
     "mish": F.mish,
     "hardswish": F.hardswish,
     "hardsigmoid": F.hardsigmoid,
+    "logsigmoid": F.logsigmoid,
 }
 
 
@@ -83,6 +84,7 @@ def test_activation_values_follow_the_definitions():
     alpha, scale = 1.6732632423543772, 1.0507009873554805
     np.testing.assert_allclose(F.selu(x).numpy(), scale * np.where(xs > 0, xs, alpha * np.expm1(xs)),
                                rtol=1e-15)
+    np.testing.assert_allclose(F.logsigmoid(x).numpy(), -np.logaddexp(0, -xs), rtol=1e-15)
 
 
 def test_mish_far_out_neither_overflows_nor_warns():
@@ -99,7 +101,7 @@ def test_hardtanh_keeps_integer_tensors_integer():
     assert F.relu6(tg.tensor([-5, 1, 2, 7])).tolist() == [0, 1, 2, 6]
 
 
-@pytest.mark.parametrize("name", ["selu", "mish", "hardswish", "hardsigmoid"])
+@pytest.mark.parametrize("name", ["selu", "mish", "hardswish", "hardsigmoid", "logsigmoid"])
 def test_the_smooth_and_hard_ones_refuse_integer_tensors(name):
     with pytest.raises(NotImplementedError, match=f'"{name}" not implemented for teachgrad.int64'):
         getattr(F, name)(tg.tensor([1, 2]))

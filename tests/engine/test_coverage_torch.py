@@ -1,4 +1,4 @@
-"""Hardtanh, ReLU6, SELU, Mish, Hardswish, Hardsigmoid, binary cross-entropy (from
+"""Hardtanh, ReLU6, SELU, Mish, Hardswish, Hardsigmoid, LogSigmoid, binary cross-entropy (from
 probabilities and from logits), conv1d and the singular-value matrix norms against PyTorch's own numbers: outputs and the
 gradient of every input (at every kink of the activations), error messages and module
 reprs, recorded by scripts/record_coverage_fixtures.py into tests/fixtures (torch is
@@ -65,7 +65,8 @@ def test_every_kind_of_case_was_recorded():
     functions = {case["options"]["function"] for case in CASES.values() if case["kind"] == "activation"}
     assert kinds == {"activation", "bce", "bce_logits", "conv1d", "matrix_norm", "linalg_norm",
                      "tensor_norm"}
-    assert functions == {"hardtanh", "relu6", "selu", "mish", "hardswish", "hardsigmoid"}
+    assert functions == {"hardtanh", "relu6", "selu", "mish", "hardswish", "hardsigmoid",
+                         "logsigmoid"}
 
 
 BAD_CALLS = {
