@@ -79,6 +79,22 @@ def activation_cases() -> None:
                {"function": function, "arguments": arguments}, {"input": values})
 
 
+def float32_activation_cases() -> None:
+    """Every activation on a fine float32 grid, its gradient for an upstream of ones: the
+    hard ones match PyTorch's bits, the others its rounding (within an ulp or two)."""
+    grid = np.linspace(-8, 8, 4001, dtype=np.float32)
+    arrays["float32/input"] = grid
+    for function in FLOAT32_FUNCTIONS:
+        x = torch.tensor(grid, requires_grad=True)
+        out = getattr(F, function)(x)
+        out.sum().backward()
+        arrays[f"float32/{function}/output"] = out.detach().numpy()
+        arrays[f"float32/{function}/grad"] = x.grad.numpy()
+
+
+FLOAT32_FUNCTIONS = ("hardtanh", "relu6", "hardswish", "hardsigmoid", "selu", "mish", "logsigmoid")
+
+
 def bce_cases() -> None:
     probabilities = rng.uniform(0.02, 0.98, (3, 4))
     probabilities[0, :2] = [0.0, 1.0]  # log clamped at -100 on one side each
@@ -200,6 +216,7 @@ REPRS = {
 
 def main() -> None:
     activation_cases()
+    float32_activation_cases()
     bce_cases()
     bce_logits_cases()
     conv1d_cases()

@@ -12,8 +12,7 @@
 * ``logsigmoid`` is ``log(sigmoid(x))`` without forming the sigmoid (finite for any ``x``).
 
 The Functions and their derivatives are in :mod:`teachgrad.ops.hard_activations`
-(SELU reuses ELU's, :mod:`teachgrad.ops.pointwise_activation`; ``logsigmoid`` is binary
-cross-entropy's, :mod:`teachgrad.ops.binary_cross_entropy`).
+(``logsigmoid``'s is binary cross-entropy's, :mod:`teachgrad.ops.binary_cross_entropy`).
 """
 from __future__ import annotations
 
@@ -21,17 +20,11 @@ from typing import Any
 
 from teachgrad.ops import hard_activations as ha
 from teachgrad.ops.binary_cross_entropy import LogSigmoid as LogSigmoidFunction
-from teachgrad.ops.pointwise_activation import Elu
 from teachgrad.tensor import Tensor
 
 from .activations import _check_input, _check_number
 from .inplace import inplace_result as _result
 from .module import Module
-
-# SELU's constants (Klambauer et al., 2017), as PyTorch writes them
-SELU_ALPHA = 1.6732632423543772848170429916717
-SELU_SCALE = 1.0507009873554804934193349852946
-
 
 def _check_clip_input(name: str, input: Any) -> None:
     """hardtanh is a clamp, so PyTorch allows integers too, but not bool."""
@@ -79,7 +72,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """``scale * x`` for positives, ``scale * alpha * (exp(x) - 1)`` below, with PyTorch's
     ``alpha`` = 1.6733 and ``scale`` = 1.0507."""
     _check_input("selu", input)
-    return _result(input, Elu.apply(input, SELU_ALPHA) * SELU_SCALE, inplace)
+    return _result(input, ha.Selu.apply(input), inplace)
 
 
 def selu_(input: Tensor) -> Tensor:

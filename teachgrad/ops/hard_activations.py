@@ -1,5 +1,5 @@
 """The "hard" activations, built from straight pieces (``hardtanh``, ``hardsigmoid``,
-``hardswish``), and Mish, one Function each.
+``hardswish``), Mish and SELU, one Function each.
 
 The hard ones are cheap stand-ins for smooth functions that mobile networks made popular:
 ``hardtanh`` is ``tanh`` cut down to a ramp between two bounds, ``hardsigmoid`` a ramp
@@ -10,6 +10,7 @@ Where two pieces meet, each backward picks the side PyTorch's kernel picks
 their bounds, ``hardswish'`` is 0 at -3 and 1 at 3.
 
 Mish is ``x * tanh(softplus(x))``: smooth everywhere, a little below 0 for negatives.
+SELU is ELU times a constant, in one Function so that float16 rounds once, as PyTorch's.
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ RAMP_HEIGHT = 6.0  # relu6(x + 3) / 6: the ramp is relu6 shifted and scaled
 # (1.7e-9 above 1/6; kept so that gradients match PyTorch's to the last bit)
 HARDSIGMOID_SLOPE = float(np.float32(1.0 / 6.0))
 SOFTPLUS_LINEAR_FROM = 20.0  # above this, log(1 + e^x) is x to double precision
+# SELU's constants (Klambauer et al., 2017), as PyTorch writes them
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
 
 
 class Hardtanh(Function):
@@ -105,3 +109,23 @@ def _softplus(b, x):
     capped = b.binary("minimum", x, SOFTPLUS_LINEAR_FROM)
     smooth = b.unary("log1p", b.unary("exp", capped))
     return b.where(b.binary("gt", x, SOFTPLUS_LINEAR_FROM), x, smooth)
+
+
+class Selu(Function):
+    rule = "∂selu(a)/∂a = scale if a > 0 else scale·alpha·eᵃ"
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor):
+        ctx.save_for_backward(a)
+        b, x = ctx.backend, a._array
+        # expm1 of min(x, 0): the positive side is never used, and must not overflow
+        negative_side = b.binary("mul", b.unary("expm1", b.binary("minimum", x, 0.0)),
+                                 SELU_ALPHA * SELU_SCALE)
+        return b.where(b.binary("le", x, 0.0), negative_side, b.binary("mul", x, SELU_SCALE))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor):
+        (a,) = ctx.saved_tensors
+        below = a <= 0
+        slope = Where.apply(below, a, 0.0).exp() * (SELU_ALPHA * SELU_SCALE)
+        return Where.apply(below, grad * slope, grad * SELU_SCALE)

@@ -120,3 +120,27 @@ def test_every_bad_call_was_recorded():
 def test_modules_print_as_pytorch_s(call):
     module = eval(call, {}, {k: getattr(nn, k) for k in dir(nn) if k[0].isupper()})  # our own text
     assert repr(module) == RECORDED["reprs"][call]
+
+
+# float32 on a grid of 4001 points in [-8, 8]: the hard activations are comparisons, adds and
+# one multiply or divide, so they give PyTorch's bits; the others call exp/log1p/tanh, whose
+# last bit differs between libraries (and mish's gradient cancels near its zero at -1.19)
+FLOAT32_BITS = ("hardtanh", "relu6", "hardswish", "hardsigmoid")
+FLOAT32_ROUNDED = ("selu", "mish", "logsigmoid")
+
+
+@pytest.mark.parametrize("function", FLOAT32_BITS + FLOAT32_ROUNDED)
+def test_float32_activations_match_pytorch_s_rounding(function, device):
+    grid = ARRAYS["float32/input"]
+    x = tg.tensor(grid[::40] if device == "cuda" else grid, device=device, requires_grad=True)
+    out = getattr(F, function)(x)
+    out.sum().backward()
+    expected = ARRAYS[f"float32/{function}/output"], ARRAYS[f"float32/{function}/grad"]
+    if device == "cuda":
+        expected = tuple(e[::40] for e in expected)
+    for actual, wanted in zip((out.detach().cpu().numpy(), x.grad.cpu().numpy()), expected):
+        assert actual.dtype == np.float32
+        if function in FLOAT32_BITS:
+            np.testing.assert_array_equal(actual, wanted)
+        else:
+            np.testing.assert_allclose(actual, wanted, rtol=1e-6, atol=2e-6)
