@@ -270,3 +270,12 @@ def test_a_saved_graph_may_use_the_new_functions(tmp_path):
     loaded = tg.jit.load(tmp_path / "step.tgjit")
     x2 = tg.randn(2, 3, 8)
     assert loaded(x2, target).item() == pytest.approx(step(x2, target).item(), rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+@pytest.mark.parametrize("dtype", [tg.float16, tg.bfloat16])
+def test_low_precision_activations_compute_in_float32_and_round_once(name, dtype):
+    grid = tg.tensor(np.linspace(-7, 7, 3001)).to(dtype)
+    once = ACTIVATIONS[name](grid.float()).to(dtype)
+    assert ACTIVATIONS[name](grid).dtype == dtype
+    np.testing.assert_array_equal(ACTIVATIONS[name](grid).float().numpy(), once.float().numpy())
