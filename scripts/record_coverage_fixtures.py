@@ -1,7 +1,8 @@
 """Record PyTorch's numbers and error messages for the activations ``hardtanh``, ``relu6``,
 ``selu``, ``mish``, ``hardswish``, ``hardsigmoid``, ``logsigmoid``, the losses ``binary_cross_entropy`` and
 ``binary_cross_entropy_with_logits``, ``conv1d``, and the singular-value matrix norms
-(``'nuc'``, ±2, through ``linalg.matrix_norm``, ``linalg.norm`` and ``Tensor.norm``), into
+(``'nuc'``, ±2, through ``linalg.matrix_norm``, ``linalg.norm`` and ``Tensor.norm``) and
+``linalg.svdvals``, into
 fixtures the tests compare against (the tests never import torch).
 
     PYTHONPATH= /work/torchenv/bin/python scripts/record_coverage_fixtures.py
@@ -9,7 +10,8 @@ fixtures the tests compare against (the tests never import torch).
 writes ``tests/fixtures/coverage_ops.json`` (the cases: which function, its options, which
 arrays; and for each bad call, PyTorch's exception class and message) and
 ``tests/fixtures/coverage_ops.npz`` (float64 arrays drawn here from a fixed seed: the inputs,
-PyTorch's output, a drawn upstream gradient and the gradient of every input).
+PyTorch's output, a drawn upstream gradient and the gradient of every input; and, under
+``float32/``, the activations' float32 outputs and gradients on a grid).
 """
 from __future__ import annotations
 
@@ -66,6 +68,8 @@ def run(kind: str, t: dict, options: dict) -> torch.Tensor:
         return torch.linalg.norm(t["input"], **options)
     if kind == "tensor_norm":
         return t["input"].norm(**options)
+    if kind == "svdvals":
+        return torch.linalg.svdvals(t["input"])
     return F.conv1d(t["input"], t["weight"], t.get("bias"), **options)
 
 
@@ -151,6 +155,7 @@ def matrix_norm_cases() -> None:
     record("matrix_norm/2_repeated", "matrix_norm", {"ord": 2}, {"input": repeated})
     record("matrix_norm/nuc_batch", "matrix_norm", {"ord": "nuc"}, {"input": batch})
     record("tensor_norm/nuc", "tensor_norm", {"p": "nuc"}, {"input": tall})
+    record("svdvals/batch", "svdvals", {}, {"input": batch})
 
 
 # -- bad calls: PyTorch's exception class and message ---------------------------------------

@@ -44,14 +44,30 @@ class SingularValues(Function):
         return u.matmul(grad.unsqueeze(-1) * vh)  # U diag(grad) Vᵀ
 
 
+def svdvals(A: Tensor) -> Tensor:
+    """``tg.linalg.svdvals``: the singular values of each matrix in the last two dims of
+    ``A``, largest first (``min(m, n)`` of them), with gradients."""
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg.svdvals(): argument 'A' (position 1) must be Tensor, not "
+                        f"{type(A).__name__}")
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.svd: The input tensor A must have at least 2 dimensions. "
+                           f"Got {A.ndim}D. Fix: a vector's only singular value is its norm")
+    _check_float(A, "linalg.svd")
+    return SingularValues.apply(A)
+
+
+def _check_float(A: Tensor, name: str) -> None:
+    if A.dtype.name not in ("float32", "float64"):
+        raise RuntimeError(f"{name}: Low precision dtypes not supported. Got {A.dtype}. "
+                           "Fix: convert first, e.g. A.float()")
+
+
 def singular_value_norm(A: Tensor, ord: object, rows: int, cols: int, keepdim: bool) -> Tensor:
     """``matrix_norm`` for ``ord`` in ``'nuc'``, 2, -2 over the dims ``rows``, ``cols``."""
-    if A.dtype.name not in ("float32", "float64"):
-        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
-                           f"{A.dtype}. Fix: convert first, e.g. A.float()")
+    _check_float(A, "linalg.matrix_norm")
     if A.shape[rows] == 0 or A.shape[cols] == 0:  # no singular values: the norm is 0
-        out = (A * 0).sum(dim=(rows, cols), keepdim=keepdim)
-        return out
+        return (A * 0).sum(dim=(rows, cols), keepdim=keepdim)
     others = [d for d in range(A.ndim) if d not in (rows, cols)]
     values = SingularValues.apply(A.permute(*others, rows, cols))
     if ord == "nuc":

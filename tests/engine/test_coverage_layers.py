@@ -252,6 +252,19 @@ def test_singular_value_norms_follow_numpy():
     assert tg.linalg.matrix_norm(tg.zeros(0, 3), 2).item() == 0.0  # no singular values
     assert tg.tensor(A[0]).norm(p="nuc").item() == pytest.approx(np.linalg.norm(A[0], "nuc"))
     assert tg.linalg.norm(tg.tensor(A[0]), -2).item() == pytest.approx(np.linalg.norm(A[0], -2))
+    np.testing.assert_allclose(tg.linalg.svdvals(tg.tensor(A)).numpy(),
+                               np.linalg.svd(A, compute_uv=False), rtol=1e-12)
+
+
+def test_svdvals_gradient_in_float64_and_its_refusals():
+    A = tg.tensor(rng.standard_normal((2, 4, 3)), dtype=tg.float64, requires_grad=True)
+    assert gradcheck(tg.linalg.svdvals, (A,))
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        tg.linalg.svdvals(tg.ones(3))
+    with pytest.raises(RuntimeError, match="Low precision dtypes not supported"):
+        tg.linalg.svdvals(tg.ones(2, 2, dtype=tg.bfloat16))
+    with pytest.raises(TypeError, match="must be Tensor, not list"):
+        tg.linalg.svdvals([[1.0]])
 
 
 def test_a_saved_graph_may_use_the_new_functions(tmp_path):

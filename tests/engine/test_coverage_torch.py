@@ -37,6 +37,8 @@ def _run(case: dict, t: dict) -> tg.Tensor:
         return tg.linalg.norm(t["input"], **options)
     if kind == "tensor_norm":
         return t["input"].norm(**options)
+    if kind == "svdvals":
+        return tg.linalg.svdvals(t["input"])
     return F.conv1d(t["input"], t["weight"], t.get("bias"), **options)
 
 
@@ -64,7 +66,7 @@ def test_every_kind_of_case_was_recorded():
     kinds = {case["kind"] for case in CASES.values()}
     functions = {case["options"]["function"] for case in CASES.values() if case["kind"] == "activation"}
     assert kinds == {"activation", "bce", "bce_logits", "conv1d", "matrix_norm", "linalg_norm",
-                     "tensor_norm"}
+                     "tensor_norm", "svdvals"}
     assert functions == {"hardtanh", "relu6", "selu", "mish", "hardswish", "hardsigmoid",
                          "logsigmoid"}
 
