@@ -26,13 +26,14 @@ from .activations import _check_input, _check_number
 from .inplace import inplace_result as _result
 from .module import Module
 
+
 def _check_clip_input(name: str, input: Any) -> None:
     """hardtanh is a clamp, so PyTorch allows integers too, but not bool."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, "
                         f"not {type(input).__name__}")
     if input.dtype.name == "bool":
-        raise RuntimeError(f"Bool inputs not supported for hardtanh. Fix: convert the input "
+        raise RuntimeError("Bool inputs not supported for hardtanh. Fix: convert the input "
                            "first, e.g. input.float()")
 
 
