@@ -78,12 +78,24 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                 "Using a target size ({target}) that is different to the input size ({input}) "
                 "is deprecated. Please ensure they have the same size.")
     _check_factor("binary_cross_entropy", "weight", weight, input)
+    if input.device.type == "cuda" and tg.is_autocast_enabled("cuda"):
+        # float16 probabilities round to 0 and 1 long before their logits are large
+        raise RuntimeError(UNSAFE_TO_AUTOCAST)
     if input.numel() and not _within_zero_and_one(input):
         raise RuntimeError("all elements of input should be between 0 and 1. Fix: pass "
                            "probabilities (apply .sigmoid() first), or use "
                            "binary_cross_entropy_with_logits on the raw scores")
     loss = BinaryCrossEntropy.apply(input, target)
     return _reduce(loss if weight is None else loss * weight, reduction)
+
+
+# PyTorch's refusal under CUDA autocast (aten/src/ATen/autocast_mode.cpp), word for word
+UNSAFE_TO_AUTOCAST = (
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+    "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+    "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+    "safe to autocast.")
 
 
 def _within_zero_and_one(input: Tensor) -> bool:

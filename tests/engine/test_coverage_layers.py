@@ -292,3 +292,14 @@ def test_low_precision_activations_compute_in_float32_and_round_once(name, dtype
     once = ACTIVATIONS[name](grid.float()).to(dtype)
     assert ACTIVATIONS[name](grid).dtype == dtype
     np.testing.assert_array_equal(ACTIVATIONS[name](grid).float().numpy(), once.float().numpy())
+
+
+def test_binary_cross_entropy_is_refused_under_cuda_autocast_as_in_pytorch():
+    p, y = tg.tensor([0.25, 0.75]), tg.tensor([0.0, 1.0])
+    with tg.autocast("cuda"), pytest.raises(RuntimeError, match="unsafe to autocast"):
+        F.binary_cross_entropy(p.to("cuda"), y.to("cuda"))
+    with tg.autocast("cuda"):  # the logits form is safe: computed in float32
+        loss = F.binary_cross_entropy_with_logits(p.to("cuda"), y.to("cuda"))
+    assert loss.dtype == tg.float32
+    with tg.autocast("cpu", dtype=tg.bfloat16):  # on the CPU: float32, as PyTorch's CPU list
+        assert F.binary_cross_entropy(p.bfloat16(), y.bfloat16()).dtype == tg.float32
