@@ -26,13 +26,15 @@ from ..ops import (activation, batch_norm, conv, convert, counting, elementwise,
                    indexing, linalg, loss, lstm, norms, reduce, shape, statistics)
 from ..ops import attention, diagonals, gather_scatter, masked, scans, sorting
 from ..ops import normalization, pointwise_activation
+from ..ops import binary_cross_entropy, hard_activations, singular_values
 from . import ops as jit_ops
 
 #: The modules whose Functions a graph file may name (add a new ops module here).
 BUILTIN_MODULES: tuple[ModuleType, ...] = (
     elementwise, reduce, shape, indexing, conv, activation, linalg, convert, embedding, loss,
     batch_norm, sorting, gather_scatter, masked, scans, diagonals, statistics, norms, counting,
-    lstm, pointwise_activation, normalization, attention, jit_ops)
+    lstm, pointwise_activation, normalization, attention, hard_activations,
+    binary_cross_entropy, singular_values, jit_ops)
 
 # A registered name is ``module.path:Qual.Name`` made of plain identifiers.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:"

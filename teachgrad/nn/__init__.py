@@ -7,8 +7,12 @@
   :class:`Softmax`, :class:`LogSoftmax`, :class:`Flatten`, :class:`Dropout`, :class:`Identity`;
 * activations beyond ReLU (``activations.py``): :class:`GELU`, :class:`SiLU`,
   :class:`LeakyReLU`, :class:`ELU`, :class:`Softplus`;
+* more activations (``more_activations.py``): :class:`Hardtanh`, :class:`ReLU6`, :class:`SELU`,
+  :class:`Mish`, :class:`Hardswish`, :class:`Hardsigmoid`, :class:`LogSigmoid`;
 * losses (``loss.py``): :class:`MSELoss`, :class:`L1Loss`, :class:`CrossEntropyLoss`, :class:`NLLLoss`;
+  binary cross-entropy (``losses_binary.py``): :class:`BCELoss`, :class:`BCEWithLogitsLoss`;
 * convolution and pooling (``conv.py``): :class:`Conv2d`, :class:`MaxPool2d`, :class:`AvgPool2d`;
+  :class:`Conv1d` (``conv1d.py``, a ``Conv2d`` one pixel high);
 * normalisation (``norm.py``): :class:`BatchNorm1d`, :class:`BatchNorm2d`, :class:`LayerNorm`;
   :class:`GroupNorm` (``group_norm.py``);
 * adaptive pooling (``adaptive_pool.py``): :class:`AdaptiveAvgPool2d`, :class:`AdaptiveMaxPool2d`;
@@ -25,11 +29,14 @@
 from . import functional, init
 from . import utils
 from .activations import ELU, GELU, LeakyReLU, SiLU, Softplus
+from .more_activations import SELU, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid, Mish, ReLU6
 from .adaptive_pool import AdaptiveAvgPool2d, AdaptiveMaxPool2d
 from .containers import ModuleDict, ModuleList, Sequential
 from .conv import AvgPool2d, Conv2d, MaxPool2d
+from .conv1d import Conv1d
 from .layers import Dropout, Dropout2d, Flatten, Identity, Linear, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .loss import CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .losses_binary import BCELoss, BCEWithLogitsLoss
 from .module import Module
 from .norm import BatchNorm1d, BatchNorm2d, LayerNorm
 from .group_norm import GroupNorm
@@ -46,9 +53,10 @@ __all__ = [
     "Module", "Parameter", "DataParallel", "Sequential", "ModuleList", "ModuleDict",
     "Linear", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten", "Dropout", "Dropout2d", "Identity",
     "GELU", "SiLU", "LeakyReLU", "ELU", "Softplus",
+    "Hardtanh", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid", "LogSigmoid",
     "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "GroupNorm",
-    "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss",
-    "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
+    "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
+    "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding",
     "functional", "init", "utils",
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",

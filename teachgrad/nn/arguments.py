@@ -36,3 +36,17 @@ def check_like(name: str, input: Tensor, tensors: dict[str, Tensor | None]) -> N
                 f"same. Fix: convert the input with .to({t.dtype}) or the layer with .float() / "
                 ".double()."
             )
+
+
+def check_conv_layer(name: str, in_channels: int, out_channels: int, groups: Any,
+                     padding_mode: str) -> None:
+    """A convolution layer's channel counts split evenly into ``groups``; zero padding only."""
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
+        raise ValueError("groups must be a positive integer")
+    if in_channels % groups != 0:
+        raise ValueError("in_channels must be divisible by groups")
+    if out_channels % groups != 0:
+        raise ValueError("out_channels must be divisible by groups")
+    if padding_mode != "zeros":
+        raise NotImplementedError(f"{name}: teachgrad supports only padding_mode='zeros', "
+                                  f"got {padding_mode!r}")

@@ -24,7 +24,7 @@ from teachgrad.ops.conv import MaxPool2d as MaxPool2dFunction
 from teachgrad.tensor import Tensor
 
 from . import init
-from .arguments import Pair, check_like, pair
+from .arguments import Pair, check_conv_layer, check_like, pair
 from .module import Module
 
 NO_INDICES = ("max_pool2d: teachgrad does not support return_indices=True (there is no "
@@ -190,15 +190,7 @@ class Conv2d(Module):
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
                  padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
         super().__init__()
-        if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups != 0:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups != 0:
-            raise ValueError("out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv2d: teachgrad supports only padding_mode='zeros', "
-                                      f"got {padding_mode!r}")
+        check_conv_layer("Conv2d", in_channels, out_channels, groups, padding_mode)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = pair(kernel_size, "kernel_size", 1)
         self.stride, self.dilation = pair(stride, "stride", 1), pair(dilation, "dilation", 1)

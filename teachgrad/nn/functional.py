@@ -15,8 +15,7 @@ from teachgrad.ops.loss import NLLLoss
 from teachgrad.tensor import Tensor
 
 from .inplace import inplace_result as _result
-
-REDUCTIONS = ("mean", "sum", "none")
+from .loss_reduction import REDUCTIONS, _check_loss_options, _check_reduction, _reduce  # noqa: F401
 
 
 # -- activations --------------------------------------------------------------
@@ -150,20 +149,6 @@ def _check_probability(p: float) -> None:
 
 
 # -- losses -------------------------------------------------------------------
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
-    """Apply ``reduction`` to a tensor of per-element losses."""
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
-def _check_reduction(reduction: str) -> None:
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-
-
 def _warn_if_broadcasting(name: str, input: Tensor, target: Tensor) -> None:
     # Broadcasting (N, 1) against (N,) silently builds an (N, N) loss: a classic bug.
     # PyTorch warns and goes on; so does teachgrad.
@@ -278,16 +263,6 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                             ignore_index, float(label_smoothing), some_ignored=some_ignored)
 
 
-def _check_loss_options(name: str, reduction: str, options: dict) -> None:
-    """``reduction`` is known, and PyTorch's long-deprecated options are refused by name."""
-    for key in options:
-        if key in ("size_average", "reduce"):
-            raise TypeError(f"teachgrad does not support {name}({key}=...), deprecated in "
-                            "PyTorch. Fix: use reduction='mean', 'sum' or 'none'")
-        raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
-    _check_reduction(reduction)
-
-
 def _check_class_targets(name: str, input: Tensor, target: Tensor,
                          weight: Tensor | None = None, ignore_index: int = -100) -> bool:
     """Reject targets that are not class indices of the right shape and range; say
@@ -342,6 +317,10 @@ from .activations import elu, elu_, gelu, leaky_relu, leaky_relu_, silu, softplu
 from .adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d  # noqa: E402
 from .group_norm import group_norm  # noqa: E402
 from .conv import avg_pool2d, conv2d, max_pool2d  # noqa: E402
+from .conv1d import conv1d  # noqa: E402
+from .more_activations import (hardsigmoid, hardswish, hardtanh, hardtanh_,  # noqa: E402
+                               logsigmoid, mish, relu6, selu, selu_)
+from .losses_binary import binary_cross_entropy, binary_cross_entropy_with_logits  # noqa: E402
 from .norm import batch_norm, layer_norm  # noqa: E402
 from .sparse import embedding  # noqa: E402
 from .attention import scaled_dot_product_attention  # noqa: E402

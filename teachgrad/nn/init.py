@@ -37,9 +37,11 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     if nonlinearity == "leaky_relu":
         slope = 0.01 if param is None else param
         return math.sqrt(2.0 / (1 + slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4  # PyTorch's value: it keeps SELU networks' activations at unit variance
     raise ValueError(
         f"unsupported nonlinearity {nonlinearity!r}: use one of "
-        "'linear', 'sigmoid', 'tanh', 'relu', 'leaky_relu'"
+        "'linear', 'sigmoid', 'tanh', 'relu', 'leaky_relu', 'selu'"
     )
 
 

@@ -19,6 +19,7 @@ from ..tensor import Tensor
 from .dispatch import broadcast_shapes, normalize_dims
 from .functional import amax, amin, sign, where
 from .reduce import _spread, kept_output
+from .singular_values import singular_value_norm
 
 
 class VectorNorm(Function):
@@ -121,7 +122,8 @@ _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
 
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,  # noqa: A002
                 dtype: Any = None) -> Tensor:
-    """``tg.linalg.matrix_norm``: ``'fro'``, or ``ord`` = ±1 (column sums), ±inf (row sums)."""
+    """``tg.linalg.matrix_norm``: ``'fro'``, ``ord`` = ±1 (column sums), ±inf (row sums), or
+    from the singular values: ``'nuc'`` (their sum), ±2 (the largest, the smallest)."""
     A = _check_input("linalg.matrix_norm", A, dtype)
     if A.ndim < 2:
         raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 "
@@ -135,10 +137,8 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool 
     rows, cols = (normalize_dims(d, A.ndim)[0] for d in dim)
     if ord == "fro":
         return VectorNorm.apply(A, 2.0, axes, keepdim)
-    if ord in ("nuc", 2, -2):
-        raise NotImplementedError(
-            f"teachgrad does not implement linalg.matrix_norm(ord={ord!r}): it needs singular "
-            "values (an SVD), which teachgrad does not have. Fix: use 'fro', ±1 or ±inf")
+    if ord in ("nuc", 2, -2):  # from the singular values (ops/singular_values.py)
+        return singular_value_norm(A, ord, rows, cols, keepdim)
     # ord ±1: the largest (smallest) column sum of |A|; ±inf: the same over rows
     summed, compared = (rows, cols) if abs(ord) == 1 else (cols, rows)
     extreme = amax if ord > 0 else amin
