@@ -141,6 +141,18 @@ def test_compiled_embedding_checks_ids_in_its_generated_code(device):
     assert tuple(empty.shape) == (0, 2, 3)  # no ids: nothing to check, an empty lookup
 
 
+@pytest.mark.parametrize("shape", [(2, 5, 4), (3, 4), (4,), (2, 1, 3, 4)])
+def test_compiled_linear_folds_leading_dimensions_into_rows_as_eager_does(shape):
+    tg.manual_seed(0)
+    layer = nn.Linear(4, 6)
+    compiled = tg.compile(layer)
+    x = tg.randn(*shape)
+    with tg.no_grad():
+        # the same bits as eager: one product over all rows, not one per leading index
+        np.testing.assert_array_equal(compiled(x).numpy(), layer(x).numpy())
+    assert ("cpu.reshape(v0, (-1, 4))" in compiled.code) == (len(shape) != 2)
+
+
 def test_the_lookup_itself_refuses_ids_out_of_range_before_reading():
     weight = tg.randn(4, 2)
     with pytest.raises(IndexError, match="index -2 is not a row"):
