@@ -2,7 +2,7 @@
 
 A model that builds a tensor from a size (``tg.zeros(mask.shape)``, ``tg.arange(T)``)
 leaves a constant of the traced size in the graph. Stored as an initializer it would
-be right at that size only. Two kinds are still right at every size, and are written
+be right at that size only. Three kinds are still right at every size, and are written
 as the operations that make them at run time, with sizes read from the inputs' shapes
 (the same second trace that makes reshapes dynamic says which input axis each size
 follows, see :mod:`teachgrad.onnx.writer`):
@@ -32,27 +32,35 @@ def write(writer: Any, node: Node, value: np.ndarray, name: str) -> None:
     other = writer.other_constants[twin.target].detach().cpu().numpy()
     pieces = [size if size == size2 else _input_axis(writer, size, size2)
               for size, size2 in zip(value.shape, other.shape)]
-    if None not in pieces and _filled(value) and _filled(other) and \
-            value.flat[0] == other.flat[0]:
-        fill = writer.constant(value.flat[0], value.dtype, node.name)
-        writer.emit("Expand", [fill, writer.shape_from_pieces(node, pieces)], node, [name])
-    elif None not in pieces and _positions(value) and _positions(other):
-        scalars = [writer.constant(v, value.dtype, node.name) for v in (0, 1)]
-        length = writer.emit("Squeeze", [writer.shape_from_pieces(node, pieces)], node,
-                             writer.temp(node, "length"))
-        if value.dtype != np.int64:  # (Range wants its three numbers in the output's dtype)
-            length = writer.emit("Cast", [length], node, writer.temp(node, "length"),
-                                 to=writer.helper.np_dtype_to_tensor_dtype(value.dtype))
-        writer.emit("Range", [scalars[0], length, scalars[1]], node, [name])
-    elif None not in pieces and _triangle(value) is not None and _triangle(value) == _triangle(other):
-        _write_triangle(writer, node, pieces, _triangle(value), value.dtype, name)
-    else:
-        raise UnsupportedOperatorError(
-            f"ONNX export: the constant {node.target!r} {writer.where(node)} has a size that "
-            f"follows a dynamic axis ({list(value.shape)} at the example size, "
-            f"{list(other.shape)} at another); the file would store one size, and it is none of "
-            "one value repeated, the positions 0..n-1, a triangle. Fix: make it from the input with "
-            "tensor operations (x * 0 + 1 instead of tg.ones(x.shape)), or keep that axis static.")
+    if None not in pieces:  # (else a size follows no input axis: nothing to read it from)
+        triangle = _triangle(value)
+        if _filled(value) and _filled(other) and value.flat[0] == other.flat[0]:
+            fill = writer.constant(value.flat[0], value.dtype, node.name)
+            writer.emit("Expand", [fill, writer.shape_from_pieces(node, pieces)], node, [name])
+            return
+        if _positions(value) and _positions(other):
+            _write_positions(writer, node, pieces, value.dtype, name)
+            return
+        if triangle is not None and triangle == _triangle(other):
+            _write_triangle(writer, node, pieces, triangle, value.dtype, name)
+            return
+    raise UnsupportedOperatorError(
+        f"ONNX export: the constant {node.target!r} {writer.where(node)} has a size that "
+        f"follows a dynamic axis ({list(value.shape)} at the example size, "
+        f"{list(other.shape)} at another); the file would store one size, and it is none of "
+        "one value repeated, the positions 0..n-1, a triangle. Fix: make it from the input with "
+        "tensor operations (x * 0 + 1 instead of tg.ones(x.shape)), or keep that axis static.")
+
+
+def _write_positions(writer: Any, node: Node, pieces: list, dtype: Any, name: str) -> None:
+    """``Range(0, n, 1)`` with ``n`` read from an input's shape at run time."""
+    start, step = (writer.constant(v, dtype, node.name) for v in (0, 1))
+    length = writer.emit("Squeeze", [writer.shape_from_pieces(node, pieces)], node,
+                         writer.temp(node, "length"))
+    if dtype != np.int64:  # (Range wants its three numbers in the output's dtype)
+        length = writer.emit("Cast", [length], node, writer.temp(node, "length"),
+                             to=writer.helper.np_dtype_to_tensor_dtype(dtype))
+    writer.emit("Range", [start, length, step], node, [name])
 
 
 def _input_axis(writer: Any, size: int, size2: int) -> tuple[Ref, int] | None:

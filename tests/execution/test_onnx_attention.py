@@ -188,10 +188,12 @@ def test_whole_gpt_exports_with_batch_and_length_dynamic(tie_weights):
 
 
 def test_constants_made_from_a_size_follow_the_dynamic_axis():
-    def model(x):  # a fill, the positions and a causal triangle, all of x's length
+    def model(x):  # a fill, the positions and triangles (float, boolean), all of x's length
         n = x.shape[-1]
-        lower = tg.ones((n, n), dtype=tg.bool).tril()
-        return (x + tg.ones(x.shape)) * tg.arange(n, dtype=tg.float32) + tg.where(lower, 1.0, -2.0)
+        lower = tg.tensor(np.where(np.tril(np.ones((n, n))), 1.0, -2.0).astype(np.float32))
+        above = tg.tensor(np.triu(np.ones((n, n), dtype=bool), 1))  # False on the lower part
+        mixed = (x + tg.ones(x.shape)) * tg.arange(n, dtype=tg.float32) + lower
+        return mixed.masked_fill(above, 7.0)
 
     buffer = io.BytesIO()
     tg.onnx.export(model, (tg.randn(4),), buffer, input_names=["x"], dynamic_axes={"x": [0]})
