@@ -153,8 +153,8 @@ class GPT(nn.Module):
 
     def blocks_to_logits(self, x: Tensor) -> Tensor:
         """The residual stream ``(B, T, C)`` through the blocks, the final LayerNorm and the
-        head: all arithmetic on floats, which is the part ``tg.compile`` traces (the
-        embedding lookup checks its ids' values, a graph break for the tracer)."""
+        head. (``tg.compile(model)`` traces :meth:`embed` and this as one graph: the
+        embedding lookup checks its ids' range inside the operation, on every call.)"""
         for block in self.transformer.h:
             if self.checkpoint_blocks and self.training and tg.is_grad_enabled():
                 x = checkpoint(block, x, use_reentrant=False)

@@ -54,13 +54,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     if input.device != weight.device:
         raise RuntimeError(f"embedding: indices are on {input.device} but the table is on "
                            f"{weight.device}. Fix: move the indices with .to('{weight.device}').")
-    rows = weight.shape[0]
-    if input.numel():
-        low, high = int(input.min()), int(input.max())
-        if low < 0 or high >= rows:
-            raise IndexError(f"index out of range in self: index {low if low < 0 else high} is not "
-                             f"a row of an embedding table with {rows} rows (0 to {rows - 1}).")
-    return EmbeddingLookup.apply(weight, input, _check_padding_idx(padding_idx, rows))
+    # (the ids' range is checked by EmbeddingLookup itself, so a compiled graph keeps it)
+    return EmbeddingLookup.apply(weight, input, _check_padding_idx(padding_idx, weight.shape[0]))
 
 
 class Embedding(Module):

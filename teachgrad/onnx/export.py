@@ -21,6 +21,7 @@ from ..jit.ir import Graph, Ref
 from ..jit.traced import trace_graph
 from ..jit.tracer import as_inputs
 from ..tensor import Tensor
+from . import constants
 from .layers import layers_as_nodes
 from .writer import UnsupportedOperatorError, Writer
 
@@ -211,33 +212,18 @@ def export(model: Any, args: Any, f: Any, input_names: Sequence[str] | None = No
 
 def _translate(writer: Writer, graph: Graph, in_names: list[str], parameters: set[str]) -> None:
     """Every node into ONNX, before anything is written: an unsupported op writes nothing."""
-    onnx = writer.onnx
     for name, h in zip(in_names, graph.placeholders):
         writer.names[Ref(h.name)] = name
     for n in graph.nodes:
         if n.op == "get_attr":
-            _check_constant_size(writer, n)
             writer.names[Ref(n.name)] = n.target if n.target in parameters else writer.fresh(n.target)
             value = graph.constants[n.target].detach().cpu().numpy()
-            writer.initializers.append(onnx.numpy_helper.from_array(value, writer.names[Ref(n.name)]))
+            constants.write(writer, n, value, writer.names[Ref(n.name)])
         elif n.op == "call_function":
             for i in range(len(n.meta)):
                 ref = Ref(n.name, i if n.multi else None)
                 writer.names[ref] = writer.fresh(n.name if not n.multi else f"{n.name}_{i}")
             writer.translate(n)
-
-
-def _check_constant_size(writer: Writer, node: Any) -> None:
-    """A tensor made inside the model whose size follows a dynamic axis (``tg.ones(x.shape)``)
-    would be stored at the example's size: refused, with the way out."""
-    twin = writer.other.get(node.name) if writer.other is not None else None
-    if twin is not None and twin.meta[0].shape != node.meta[0].shape:
-        raise UnsupportedOperatorError(
-            f"ONNX export: the constant {node.target!r} {writer.where(node)} has a size that "
-            f"follows a dynamic axis ({list(node.meta[0].shape)} at the example size, "
-            f"{list(twin.meta[0].shape)} at another); the file would store one size. Fix: make it "
-            "from the input with tensor operations (x * 0 + 1 instead of tg.ones(x.shape)), or "
-            "keep that axis static.")
 
 
 def _name_outputs(writer: Writer, graph: Graph, out_refs: list[Ref], out_names: list[str],

@@ -49,6 +49,7 @@ class Writer:
         self.taken = set(fixed_names)
         self.origin = origin  # node name -> "layer 'features.0' (Conv2d)"
         self.other = {n.name: n for n in other.nodes} if other is not None else None
+        self.other_constants = other.constants if other is not None else {}
 
     # -- names and values ---------------------------------------------------------
     def fresh(self, base: str) -> str:

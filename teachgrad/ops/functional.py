@@ -411,8 +411,9 @@ def any(a: Tensor, dim: int | None = None) -> Tensor:  # noqa: A001
 
 
 def all(a: Tensor, dim: int | None = None) -> Tensor:  # noqa: A001
-    n = a.numel() if dim is None else a.shape[normalize_dim(dim, a.ndim)]
-    return eq(sum(ne(a, 0), dim), n)
+    # "no element is zero" rather than "as many non-zeros as elements": a traced graph then
+    # holds no size, so it stays right when an axis changes length (ONNX dynamic axes)
+    return eq(sum(eq(a, 0), dim), 0)
 
 
 _ReturnTypes = {
