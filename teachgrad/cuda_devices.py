@@ -164,16 +164,15 @@ def on_tensors_device(fn: Callable) -> Callable:
     """
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        index = None
         for a in args:  # the first argument that has a device (a tensor) decides
             device = getattr(a, "device", None)
             if device is not None:
                 index = getattr(device, "index", None)
-                break
-        if type(index) is not int or index == _current.index:  # (cpu: None)
-            return fn(*args, **kwargs)
-        with using(index):
-            return fn(*args, **kwargs)
+                if type(index) is not int or index == _current.index:  # (cpu: None)
+                    break
+                with using(index):
+                    return fn(*args, **kwargs)
+        return fn(*args, **kwargs)
 
     return guarded
 

@@ -124,9 +124,10 @@ def _who(node: Any) -> str:
 def _filled(shape: tuple, value: float, dtype: Any, device: Any) -> "Tensor":
     """A new tensor of ``shape`` holding ``value`` everywhere (outside any graph)."""
     backend = get_backend(device.type)
-    with using(device.index):  # (filled on its own device)
-        return function.Tensor._make(backend.full(tuple(shape), value, dtype.numpy), backend,
-                                     device)
+    if device.index is not None and device.index != current_index():
+        with using(device.index):  # (filled on its own device)
+            return _filled(shape, value, dtype, device)
+    return function.Tensor._make(backend.full(tuple(shape), value, dtype.numpy), backend, device)
 
 
 def _check_roots(tensors: Sequence["Tensor"], grads: Sequence[Any]) -> list:
