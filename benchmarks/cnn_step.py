@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from common import (  # (first: it sets one thread per library before numpy loads)
-    CLOCKS, compare, header, import_torch, parse_arguments, print_table, save, table_columns,
+    add_clock_option, compare, header, import_torch, parse_arguments, print_table, save,
+    table_columns,
     table_row,
 )
 
@@ -105,9 +106,7 @@ def layer_work(lib: Any, name: str, backward: bool) -> Callable[[], None]:
 def main(argv: list[str] | None = None) -> dict:
     def options(parser: Any) -> None:
         parser.add_argument("--no-layers", action="store_true", help="skip the per-layer breakdown")
-        parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
-                            help="time by the wall clock (default) or the thread's CPU time "
-                                 "(for a crowded machine: see CLOCKS in common.py)")
+        add_clock_option(parser)
 
     args = parse_arguments(__doc__, argv, loops=3, repeats=21, quick=(2, 7), out="cnn_step.json",
                            extra=options)

@@ -151,6 +151,13 @@ def table_columns(target: float) -> list[str]:
     return ["teachgrad", "torch", "ratio", f"<= {target}x", "tg min", "torch min", "ratio min"]
 
 
+def add_clock_option(parser: Any) -> None:
+    """``--clock wall|cpu``: the clock a step benchmark times with (see ``CLOCKS``)."""
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="time by the wall clock (default) or the thread's CPU time "
+                             "(for a crowded machine: see CLOCKS in common.py)")
+
+
 def parse_arguments(doc: str, argv: list[str] | None, *, loops: int, repeats: int,
                     quick: tuple[int, int], out: str, extra: Callable[[Any], None] | None = None) -> Any:
     """The options both scripts share: --loops, --repeats, --quick, --out (and ``extra``'s)."""

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from common import (  # (first: it sets one thread per library before numpy loads)
-    CLOCKS, compare, header, import_torch, parse_arguments, print_table, save, table_columns, table_row,
+    add_clock_option, compare, header, import_torch, parse_arguments, print_table, save,
+    table_columns, table_row,
 )
 
 import numpy as np  # noqa: E402
@@ -64,13 +65,8 @@ def step_for(lib: Any, size: dict) -> Any:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    def clock_option(parser: Any) -> None:
-        parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
-                            help="time by the wall clock (default) or the thread's CPU time "
-                                 "(for a crowded machine: see CLOCKS in common.py)")
-
     args = parse_arguments(__doc__, argv, loops=3, repeats=21, quick=(2, 5), out="gpt_step.json",
-                           extra=clock_option)
+                           extra=add_clock_option)
     torch = import_torch()
     run_header = header(torch)
     rows = {}

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from common import (  # (first: it sets one thread per library before numpy loads)
-    CLOCKS, compare, header, import_torch, parse_arguments, print_table, save, table_columns, table_row,
+    add_clock_option, compare, header, import_torch, parse_arguments, print_table, save,
+    table_columns, table_row,
 )
 
 import numpy as np  # noqa: E402
@@ -90,13 +91,8 @@ def step_for(lib: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    def options(parser: Any) -> None:
-        parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
-                            help="time by the wall clock (default) or the thread's CPU time "
-                                 "(for a crowded machine: see CLOCKS in common.py)")
-
     args = parse_arguments(__doc__, argv, loops=5, repeats=25, quick=(2, 7), out="lstm_step.json",
-                           extra=options)
+                           extra=add_clock_option)
     torch = import_torch()
     run_header = header(torch)  # (before the timings: it records the load at the start)
     row = compare(step_for, torch, loops=args.loops, repeats=args.repeats, scale=1e3, unit="ms",
