@@ -136,11 +136,13 @@ class GraphChecker:
     def target(self, target: Any, op: str, args: tuple, kwargs: dict, meta: tuple, where: str) -> Any:
         if op == "output":
             out = args[0] if len(args) == 1 else None
-            if target is not None or kwargs or meta or not (
+            if target is not None or set(kwargs) - {"writes"} or meta or not (
                     isinstance(out, Ref) or (isinstance(out, tuple) and out
                                              and all(isinstance(r, Ref) for r in out))):
                 raise fail(where, "the output node takes one reference or a tuple of them, no "
-                                  "target, kwargs or meta")
+                                  "target or meta, and no kwargs but 'writes'")
+            if "writes" in kwargs:
+                self.writes(kwargs["writes"], f"{where}.kwargs.writes")
             return None
         if op != "call_function":
             if args or kwargs:
@@ -169,6 +171,29 @@ class GraphChecker:
             raise fail(where, f"the constant {name!r} is declared {meta.dtype} {list(meta.shape)} "
                               f"but its array is {array.dtype} {list(array.shape)}")
         return name
+
+    def writes(self, writes: Any, where: str) -> None:
+        """The tensors the function wrote in place (a BatchNorm's running statistics): pairs
+        ``(constant, reference)``, each constant one the graph reads, named once, and its new
+        value of the constant's dtype and shape (the references were checked on decoding)."""
+        constants = {n.target: n.meta[0] for n in self.nodes if n.op == "get_attr"}
+        metas = {n.name: n.meta for n in self.nodes}
+        if not isinstance(writes, tuple) or not writes:
+            raise fail(where, "must be a non-empty tuple of (constant, reference) pairs")
+        seen = set()
+        for pair in writes:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[1], Ref)):
+                raise fail(where, f"{short(pair)} is not a (constant, reference) pair")
+            name, ref = pair
+            if name not in constants or name in seen:
+                raise fail(where, f"{short(name)} is not a constant the graph reads, or is "
+                                  "written twice")
+            seen.add(name)
+            value = metas[ref.node][ref.index or 0]
+            if (value.shape, value.dtype) != (constants[name].shape, constants[name].dtype):
+                raise fail(where, f"the new value of {name!r} is {value.dtype} "
+                                  f"{list(value.shape)}, the constant {constants[name].dtype} "
+                                  f"{list(constants[name].shape)}")
 
     def requires_grad(self, flags: Any) -> dict[str, bool]:
         constants = {n.target: n.meta[0] for n in self.nodes if n.op == "get_attr"}

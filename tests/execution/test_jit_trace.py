@@ -342,3 +342,48 @@ def test_dropout_in_training_mode_warns_that_its_mask_is_baked_in():
     channels = nn.Sequential(nn.Conv2d(1, 2, 3), nn.Dropout2d(0.25))  # a subclass warns too
     with pytest.warns(TracerWarning, match=r"training mode and has Dropout"):
         tg.jit.trace(channels, (tg.randn(1, 1, 4, 4),))
+
+
+def test_a_traced_batch_norm_in_training_mode_saves_and_its_writes_load(tmp_path):
+    # the running statistics, which every call writes, travel with the file and keep moving
+    tg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).train()
+    traced = tg.jit.trace(model, (tg.randn(5, 4),))
+    path = tmp_path / "bn.tgjit"
+    tg.jit.save(traced, path)
+    loaded = tg.jit.load(path)
+    assert [name for name, _ in loaded.graph.writes] == [name for name, _ in traced.graph.writes]
+    for _ in range(3):
+        x = tg.randn(5, 4)
+        np.testing.assert_array_equal(loaded(x).detach().numpy(), model(x).detach().numpy())
+    for name in ("1.running_mean", "1.running_var", "1.num_batches_tracked"):
+        np.testing.assert_array_equal(loaded.graph.constants[name].numpy(),
+                                      model.state_dict()[name].numpy())
+
+
+def _bn_header_with(tmp_path, change):
+    import io as _io
+    tg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).train()
+    buffer = _io.BytesIO()
+    tg.jit.save(tg.jit.trace(model, (tg.randn(5, 4),)), buffer)
+    with np.load(_io.BytesIO(buffer.getvalue()), allow_pickle=False) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    header = json.loads(str(arrays["__graph__"]))
+    change(header["nodes"][-1]["kwargs"]["writes"])
+    arrays["__graph__"] = np.array(json.dumps(header))
+    out = _io.BytesIO()
+    np.savez(out, **arrays)
+    out.seek(0)
+    return out
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda w: w["tuple"][0]["tuple"].__setitem__(0, "1.weight_x"), "not a constant the graph reads"),
+    (lambda w: w["tuple"].append(w["tuple"][0]), "written twice"),
+    (lambda w: w["tuple"][1]["tuple"].__setitem__(0, "1.running_var"), "written twice"),
+    (lambda w: w["tuple"][0]["tuple"].pop(), "pair"),
+])
+def test_a_graph_files_writes_are_checked_before_anything_is_built(tmp_path, change, message):
+    with pytest.raises(GraphFormatError, match=message):
+        tg.jit.load(_bn_header_with(tmp_path, change))
