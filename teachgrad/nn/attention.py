@@ -16,7 +16,10 @@ the same numbers without ever storing the ``L x S`` score matrix; this version
 stores it, which is what makes it readable. On ``cuda``, a call that the tiled kernel
 ``tg.kernels.flash_attention`` can compute (no mask besides ``is_causal``, no dropout,
 float32/float64, values as wide as the queries) runs that kernel instead: the same
-numbers without the matrix.
+numbers without the matrix. On the CPU, a call without a mask besides ``is_causal``,
+without dropout and outside autocast runs as one Function with compiled loops
+(``teachgrad.ops.attention``): these numbers within rounding, in fewer passes over the
+scores. A learner's plugged attention (exercise 17.1) takes precedence over both.
 
 Semantics are PyTorch 2.13's ``F.scaled_dot_product_attention`` (the reference
 implementation in its documentation):
