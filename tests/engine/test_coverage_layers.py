@@ -44,8 +44,6 @@ def _probabilities_and_targets(device, shape=(2, 3)):
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_binary_cross_entropy_gradients_in_float64(reduction, device):
-    if device == "cuda" and reduction != "mean":
-        pytest.skip("the simulator is slow: one reduction there (all in test_coverage_torch.py)")
     p, y = _probabilities_and_targets(device)
     w = tg.tensor(rng.uniform(0.5, 2, (3,)), dtype=tg.float64, device=device)
     assert gradcheck(lambda p, y: F.binary_cross_entropy(p, y, w, reduction=reduction), (p, y))
@@ -60,9 +58,6 @@ def test_binary_cross_entropy_gradients_in_float64(reduction, device):
     {}, {"stride": 2, "padding": 1}, {"padding": "same", "dilation": 2}, {"groups": 2},
 ])
 def test_conv1d_gradients_in_float64(options, device):
-    if device == "cuda" and options != {"groups": 2}:
-        pytest.skip("the simulator runs one thread per CUDA thread: one case there (and every "
-                    "case against PyTorch's gradients in test_coverage_torch.py)")
     length = 5 if device == "cuda" else 7
     x = tg.tensor(rng.standard_normal((1, 4, length)), dtype=tg.float64, device=device,
                   requires_grad=True)
