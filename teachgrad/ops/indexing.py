@@ -148,10 +148,10 @@ class Index(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         # (on a tensor, or on its numpy array when the engine runs formulas on arrays)
-        if type(grad) is not Tensor:
-            return ctx.backend.index_add(ctx.shape, ctx.dtype, ctx.index, grad), None
-        full = ctx.backend.index_add(ctx.shape, ctx.dtype, ctx.index, grad._array)
-        return Tensor._make(full, ctx.backend, grad.device), None
+        on_tensor = type(grad) is Tensor
+        full = ctx.backend.index_add(ctx.shape, ctx.dtype, ctx.index,
+                                     grad._array if on_tensor else grad)
+        return (Tensor._make(full, ctx.backend, grad.device) if on_tensor else full), None
 
 
 @on_tensors_device
