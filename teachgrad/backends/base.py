@@ -250,6 +250,13 @@ class Backend(ABC):
         ``ops/activation.py``)."""
         return None
 
+    def adam_update(self, param: Array, grad: Array, exp_avg: Array, exp_avg_sq: Array,
+                    numbers: dict) -> bool:
+        """Adam's whole update of one parameter in one call, in place (``numbers``: see
+        ``NumpyBackend.adam_update``); False where this backend has no such call, and the
+        optimizer then runs its tensor operations (``optim/adam.py``)."""
+        return False
+
     def addcmul_inplace(self, x: Array, a: Array, b: Array, value: float) -> None:
         """In place: ``x = x + (a * b) * value``."""
         self._add_scaled(x, self.binary("mul", a, b), value)

@@ -19,6 +19,8 @@ from typing import Any
 import math
 
 import teachgrad as tg
+from teachgrad.autograd import function as _function
+from teachgrad.ops.dispatch import number_in_dtype
 from teachgrad.streams.stream import capturing as _capturing_streams
 from teachgrad.tensor import Tensor
 
@@ -54,7 +56,8 @@ class Adam(Optimizer):
 
             refuse_host_step(type(self).__name__)
         if self.decoupled_weight_decay or ADAM_STEP.fn is None:  # (AdamW: always its own)
-            adam_step(param, grad, state, group, self.decoupled_weight_decay)
+            if not adam_step_in_one_call(param, grad, state, group, self.decoupled_weight_decay):
+                adam_step(param, grad, state, group, self.decoupled_weight_decay)
         else:
             run_plugged_step(ADAM_STEP, param, grad, state, group)
 
@@ -65,12 +68,8 @@ def adam_step(param: Tensor, grad: Tensor, state: State, group: Group,
     returns ``param`` (the ``optim.adam_step`` part's own implementation)."""
     beta1, beta2 = group["betas"]
     lr, weight_decay = group["lr"], group["weight_decay"]
-    if not state:  # first step: both moments start at zero
-        state["step"] = 0
-        state["exp_avg"] = tg.zeros_like(param)
-        state["exp_avg_sq"] = tg.zeros_like(param)
-        if group["amsgrad"]:
-            state["max_exp_avg_sq"] = tg.zeros_like(param)
+    if not state:
+        start_state(param, state, group)
     state["step"] += 1
     step = state["step"]
 
@@ -101,6 +100,65 @@ def adam_step(param: Tensor, grad: Tensor, state: State, group: Group,
         second_moment = exp_avg_sq
     denominator = second_moment.sqrt().div_(bias_correction2_sqrt).add_(group["eps"])
     return param.addcdiv_(exp_avg, denominator, value=-lr / bias_correction1)  # θ ← θ − lr·m̂/(√v̂ + eps)
+
+
+def start_state(param: Tensor, state: State, group: Group) -> None:
+    """The first step's state: both moments start at zero."""
+    state["step"] = 0
+    state["exp_avg"] = tg.zeros_like(param)
+    state["exp_avg_sq"] = tg.zeros_like(param)
+    if group["amsgrad"]:
+        state["max_exp_avg_sq"] = tg.zeros_like(param)
+
+
+def adam_step_in_one_call(param: Tensor, grad: Tensor, state: State, group: Group,
+                          decoupled_weight_decay: bool) -> bool:
+    """:func:`adam_step`'s update as one call of the backend (on the CPU one compiled pass
+    over memory, ``backends/adam_loop.py``, with the same bits), where the backend has it
+    and the four tensors are alike (dtype, shape, device). True when it ran.
+
+    Not taken for AMSGrad, nor while a tool watches every operation (the profiler, the
+    memory tracker): they see :func:`adam_step`'s operations, as the chapters show them.
+    """
+    if group["amsgrad"] or _function.observer is not None:
+        return False
+    backend = param._backend
+    if grad._backend is not backend or grad.device != param.device:
+        return False
+    if not state:
+        start_state(param, state, group)
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    if not (isinstance(exp_avg, Tensor) and isinstance(exp_avg_sq, Tensor)
+            and exp_avg._backend is backend and exp_avg_sq._backend is backend):
+        return False
+    beta1, beta2 = group["betas"]
+    lr, weight_decay = group["lr"], group["weight_decay"]
+    for number in (beta1, beta2, lr, weight_decay, group["eps"], state["step"]):
+        if type(number) is not float and type(number) is not int:
+            return False  # (a tensor lr or step, as a loaded state may have: adam_step's way)
+    param._check_writable()
+    step = state["step"] + 1
+    dtype = param.dtype
+    lerp_weight = number_in_dtype(1 - beta1, dtype)  # (as Tensor.lerp_ rounds it)
+    if weight_decay == 0:
+        decay_mode, decay = "none", 0.0
+    elif decoupled_weight_decay:
+        decay_mode, decay = "decoupled", 1 - lr * weight_decay  # θ ← θ · (1 − lr · λ)
+    else:
+        decay_mode, decay = "gradient", weight_decay  # g ← g + λ · θ
+    numbers = dict(
+        lerp_weight=lerp_weight, lerp_weight_minus_one=lerp_weight - 1, beta2=beta2,
+        one_minus_beta2=number_in_dtype(1 - beta2, dtype),
+        bias_correction2_sqrt=math.sqrt(1 - beta2**step), eps=group["eps"],
+        step_size=number_in_dtype(-lr / (1 - beta1**step), dtype),
+        decay_mode=decay_mode, decay=decay, maximize=bool(group["maximize"]))
+    if not backend.adam_update(param._array, grad._array, exp_avg._array, exp_avg_sq._array,
+                               numbers):
+        return False
+    state["step"] = step
+    for t in (param, exp_avg, exp_avg_sq):
+        t._bump_version()
+    return True
 
 
 ADAM_STEP = declare_step("optim.adam_step", adam_step, "step, exp_avg, exp_avg_sq")
