@@ -68,8 +68,12 @@ def adam_step(param: Tensor, grad: Tensor, state: State, group: Group,
     returns ``param`` (the ``optim.adam_step`` part's own implementation)."""
     beta1, beta2 = group["betas"]
     lr, weight_decay = group["lr"], group["weight_decay"]
-    if not state:
-        start_state(param, state, group)
+    if not state:  # first step: both moments start at zero
+        state["step"] = 0
+        state["exp_avg"] = tg.zeros_like(param)
+        state["exp_avg_sq"] = tg.zeros_like(param)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = tg.zeros_like(param)
     state["step"] += 1
     step = state["step"]
 
@@ -102,31 +106,21 @@ def adam_step(param: Tensor, grad: Tensor, state: State, group: Group,
     return param.addcdiv_(exp_avg, denominator, value=-lr / bias_correction1)  # θ ← θ − lr·m̂/(√v̂ + eps)
 
 
-def start_state(param: Tensor, state: State, group: Group) -> None:
-    """The first step's state: both moments start at zero."""
-    state["step"] = 0
-    state["exp_avg"] = tg.zeros_like(param)
-    state["exp_avg_sq"] = tg.zeros_like(param)
-    if group["amsgrad"]:
-        state["max_exp_avg_sq"] = tg.zeros_like(param)
-
-
 def adam_step_in_one_call(param: Tensor, grad: Tensor, state: State, group: Group,
                           decoupled_weight_decay: bool) -> bool:
     """:func:`adam_step`'s update as one call of the backend (on the CPU one compiled pass
     over memory, ``backends/adam_loop.py``, with the same bits), where the backend has it
     and the four tensors are alike (dtype, shape, device). True when it ran.
 
-    Not taken for AMSGrad, nor while a tool watches every operation (the profiler, the
-    memory tracker): they see :func:`adam_step`'s operations, as the chapters show them.
+    Not taken at the first step (:func:`adam_step` makes the state), for AMSGrad, nor while
+    a tool watches every operation (the profiler): it sees :func:`adam_step`'s operations,
+    as the chapters show them.
     """
-    if group["amsgrad"] or _function.observer is not None:
+    if not state or group["amsgrad"] or _function.observer is not None:
         return False
     backend = param._backend
     if grad._backend is not backend or grad.device != param.device:
         return False
-    if not state:
-        start_state(param, state, group)
     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
     if not (isinstance(exp_avg, Tensor) and isinstance(exp_avg_sq, Tensor)
             and exp_avg._backend is backend and exp_avg_sq._backend is backend):
