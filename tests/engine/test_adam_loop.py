@@ -132,3 +132,37 @@ def test_versions_move_as_the_in_place_operations_move_them():
     after = [t._version for t in (p, state["exp_avg"], state["exp_avg_sq"])]
     assert all(b < a for b, a in zip(before, after))
     assert state["step"] == 2
+
+
+def test_every_device_updates_as_adam_step_does(device, monkeypatch):
+    """The numba backend takes the loop at every size (numba is loaded), with the bits of
+    its own tensor operations; cuda tensors keep their kernels (the loop never runs)."""
+    calls: list = []
+    loop = adam_loop.adam_update
+    monkeypatch.setattr(adam_loop, "adam_update", lambda *args: (calls.append(1), loop(*args))[1])
+    start = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    grads = _grads((3, 4), 3, np.float32)
+
+    def run(fused):
+        p = tg.tensor(start, device=device, requires_grad=True)
+        optimizer = tg.optim.AdamW([p], lr=0.1)
+        with monkeypatch.context() as patch:
+            if not fused:
+                patch.setattr(adam, "adam_step_in_one_call", lambda *args: False)
+            for g in grads:
+                p.grad = tg.tensor(g, device=device)
+                optimizer.step()
+        return p.detach().cpu().numpy()
+
+    unfused = run(False)
+    assert calls == []
+    np.testing.assert_array_equal(run(True), unfused)
+    assert len(calls) == (0 if device == "cuda" else 2)
+    # and both are Adam: AdamW's formula in float64, to float32 rounding
+    p, m, v = start.astype(np.float64), 0.0, 0.0
+    for t, g in enumerate(grads, start=1):
+        g = g.astype(np.float64)
+        p = p * (1 - 0.1 * 0.01)
+        m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+        p = p - 0.1 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+    np.testing.assert_allclose(unfused, p, rtol=1e-5, atol=1e-5)
