@@ -18,6 +18,11 @@ def _shape_arg(shape: tuple) -> tuple:
     """Sizes given as ``f(2, 3)`` or ``f((2, 3))``, checked to be ints (``2.5`` is refused)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
+    for s in shape:  # (the usual case, plain ints, in one quick pass: this runs on every view)
+        if type(s) is not int:
+            break
+    else:
+        return shape
     for s in shape:
         if isinstance(s, bool) or not hasattr(s, "__index__"):
             raise TypeError(f"sizes must be ints, got {s!r} ({type(s).__name__}) in {list(shape)}. "
@@ -32,28 +37,32 @@ def view(a: Tensor, *shape: Any) -> Tensor:
         raise TypeError(f"view() takes a shape, not {shape[0]!r}: teachgrad does not support "
                         "view(dtype). Fix: use .to(dtype) for a converted copy")
     shape = _resolve_shape(a, _shape_arg(shape))
-    if view_strides(tuple(a.shape), a.stride(), shape) is None:
+    # (contiguous data reads as any shape of its size: only strided data needs the walk)
+    if not a.is_contiguous() and view_strides(tuple(a.shape), a.stride(), shape) is None:
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one "
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         )
-    return reshape(a, shape)
+    return _reshape_to(a, shape)
 
 
 def _resolve_shape(a: Tensor, shape: tuple) -> tuple:
     """``shape`` with its one ``-1`` worked out, checked against ``a``'s element count."""
     n = a.numel()
-    if builtins.any(s < -1 for s in shape):
-        bad = next(i for i, s in enumerate(shape) if s < -1)
+    known, inferred, bad = 1, 0, None
+    for i, s in enumerate(shape):  # (one pass: this runs on every reshape and view)
+        if s >= 0:
+            known *= s
+        elif s == -1:
+            inferred += 1
+        elif bad is None:
+            bad = i
+    if bad is not None:
         raise RuntimeError(f"invalid shape dimension {shape[bad]} at index {bad} of shape "
                            f"{list(shape)}: sizes must be >= 0, or -1 for one inferred size")
-    if shape.count(-1) > 1:
+    if inferred > 1:
         raise RuntimeError("only one dimension can be inferred (-1)")
-    known = 1
-    for s in shape:
-        if s != -1:
-            known *= s
-    if -1 in shape:
+    if inferred:
         if known == 0 or n % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
         return tuple(n // known if s == -1 else s for s in shape)
@@ -66,7 +75,11 @@ def _resolve_shape(a: Tensor, shape: tuple) -> tuple:
 
 
 def reshape(a: Tensor, *shape: Any) -> Tensor:
-    shape = _resolve_shape(a, _shape_arg(shape))
+    return _reshape_to(a, _resolve_shape(a, _shape_arg(shape)))
+
+
+def _reshape_to(a: Tensor, shape: tuple) -> Tensor:
+    """``a`` in ``shape``, already checked to hold its elements."""
     if shape == tuple(a.shape):
         return sh.Reshape.apply(a, shape) if a.requires_grad else a.detach()
     return sh.Reshape.apply(a, shape)
