@@ -75,10 +75,14 @@ def forward_sequence(gates_x: np.ndarray, h0: np.ndarray, c0: np.ndarray,
 
 def backward_sequence(saved: SavedSequence, c0: np.ndarray, weight_hh: np.ndarray,
                       grad_output: np.ndarray, grad_h_last: np.ndarray,
-                      grad_c_last: np.ndarray, reverse: bool, batch_first: bool
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """``(grad of gates_x, grad of h0, grad of c0, grad of W_hh or None)``: the arithmetic
-    of ``LSTMSequence.backward`` (``ops/lstm.py``)."""
+                      grad_c_last: np.ndarray, reverse: bool, batch_first: bool,
+                      keep_grad_h0: bool = True
+                      ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray | None]:
+    """``(grad of gates_x, grad of h0 or None, grad of c0, grad of W_hh or None)``: the
+    arithmetic of ``LSTMSequence.backward`` (``ops/lstm.py``). Without ``keep_grad_h0``
+    the last step visited skips its product through ``W_hh``, which only ``h0``'s
+    gradient needs (one recurrent product of the loop's 32, when ``h0`` is zeros that
+    ``nn.LSTM`` made)."""
     from .pointwise_loops import lstm_gates_backward
     steps, batch, _, hidden = saved.gates.shape
     dtype = saved.gates.dtype
@@ -102,13 +106,16 @@ def backward_sequence(saved: SavedSequence, c0: np.ndarray, weight_hh: np.ndarra
                             dc, one, grad_a.reshape(batch, 4, hidden), dc_before)
         if grad_a is not grad_a_slot:
             np.copyto(grad_a_slot, grad_a)
-        dh = np.matmul(grad_a, weight_hh, out=dh_buffer)  # to the step before, through W_hh
         dc = dc_before
+        if n == steps - 1 and not keep_grad_h0:
+            break  # nothing before the first step: the product would only be h0's gradient
+        dh = np.matmul(grad_a, weight_hh, out=dh_buffer)  # to the step before, through W_hh
     grad_weight_hh = None
     if saved.h_before is not None:  # Σ_t grad_a[t]ᵀ @ h_before[t]: one product over all t
         grad_weight_hh = np.matmul(grad_gates_x.reshape(steps * batch, 4 * hidden).T,
                                    saved.h_before.reshape(steps * batch, hidden))
-    return grad_gates_x, dh.copy(), dc.copy(), grad_weight_hh
+    grad_h0 = dh.copy() if keep_grad_h0 else None
+    return grad_gates_x, grad_h0, dc.copy(), grad_weight_hh
 
 
 @lru_cache(maxsize=16)

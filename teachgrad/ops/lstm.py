@@ -95,7 +95,8 @@ class LSTMSequence(Function):
             saved, c0, weight_hh = ctx.arrays
             grads = lstm_loops.backward_sequence(saved, c0, weight_hh, grad_output._array,
                                                  grad_h_last._array, grad_c_last._array,
-                                                 ctx.reverse, ctx.batch_first)
+                                                 ctx.reverse, ctx.batch_first,
+                                                 keep_grad_h0=ctx.needs_input_grad[1])
             return tuple(None if g is None else Tensor._make(g, bk, device) for g in grads) + \
                 (None, None)
         gates, cells, tanh_cells, hiddens, h0, c0, weight_hh = ctx.arrays
@@ -103,6 +104,7 @@ class LSTMSequence(Function):
         steps = len(gates)
         grad_gates: list[Any] = [None] * steps
         dh, dc = grad_h_last._array, grad_c_last._array
+        first_step = time_order(steps, ctx.reverse)[0]
         for t in reversed(time_order(steps, ctx.reverse)):
             # h' reaches the loss through the step after (dh) and the output at t
             grad_a, dc = gates_backward(bk, gates[t], _state_before(cells, c0, t, ctx.reverse),
@@ -110,6 +112,9 @@ class LSTMSequence(Function):
                                         bk.getitem(grad_output._array, _step(t, ctx.batch_first)), dc)
             grad_a = bk.reshape(grad_a, (batch, 4 * hidden))
             grad_gates[t] = grad_a
+            if t == first_step and not ctx.needs_input_grad[1]:
+                dh = None  # the product through W_hh would only be h0's gradient
+                break
             dh = bk.matmul(grad_a, weight_hh)  # on to the step before, through W_hh
 
         grad_gates_x = _sequence(bk, grad_gates, ctx.batch_first)
@@ -119,7 +124,8 @@ class LSTMSequence(Function):
             grad_weight_hh = bk.matmul(
                 bk.permute(bk.reshape(grad_gates_x, (steps * batch, 4 * hidden)), (1, 0)),
                 bk.reshape(_sequence(bk, h_before, ctx.batch_first), (steps * batch, hidden)))
-        return (Tensor._make(grad_gates_x, bk, device), Tensor._make(dh, bk, device),
+        return (Tensor._make(grad_gates_x, bk, device),
+                None if dh is None else Tensor._make(dh, bk, device),
                 Tensor._make(dc, bk, device),
                 None if grad_weight_hh is None else Tensor._make(grad_weight_hh, bk, device), None, None)
 
