@@ -13,6 +13,11 @@ bits), but the way a cuDNN-style kernel lays out its memory:
 - each step is raw numpy calls and the compiled gate passes of ``pointwise_loops.py``,
   with no backend methods between them: at a batch of 32 and 128 hidden units a step's
   arithmetic takes microseconds, so the calls around it are what cost;
+- the σ gates' ½ (``σ(a) = (1 + tanh(a/2)) / 2``) is in the operands before the loop, in
+  the input's share and in the copy of ``W_hh`` (``scaled_gates``: exact), so a step adds
+  its two shares straight into its gate slot and takes their tanh, with no pass to scale;
+- ``forward_layer`` also makes the input's share itself, from the layer's input, for
+  ``LSTMLayer`` (``ops/lstm.py``: the input's projection and the loop as one node);
 - backward writes each step's gate gradients into their slot of the gradient of the
   input's share ``(T, B, 4H)``, and ``W_hh``'s gradient is then one matrix product over
   every step, ``Σ_t grad_a[t]ᵀ h_before[t]``, with the states each step started from
@@ -34,34 +39,64 @@ class SavedSequence(NamedTuple):
     h_before: np.ndarray | None  # the h each step started from, in the output's layout
 
 
+def forward_layer(x: np.ndarray, h0: np.ndarray, c0: np.ndarray, weight_ih: np.ndarray,
+                  weight_hh: np.ndarray, bias: np.ndarray | None, reverse: bool,
+                  batch_first: bool, keep_h_before: bool
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, SavedSequence]:
+    """``forward_sequence`` from the layer's input ``x``: the input's share of every step,
+    ``x @ W_ihᵀ + b`` (``b = b_ih + b_hh``), as one product first, as ``F.linear`` makes it,
+    but with the σ gates' ½ already in it (``scaled_gates`` says why that is exact)."""
+    scales = gate_scales(x.dtype, weight_hh.shape[1]).reshape(-1)
+    scaled_weight_ih = np.empty(weight_ih.shape, x.dtype)  # row-major, as a parameter is
+    np.multiply(weight_ih, scales[:, None], out=scaled_weight_ih)
+    rows = x.reshape(-1, x.shape[-1])
+    gates_x = np.matmul(rows, scaled_weight_ih.T)
+    if bias is not None:
+        np.add(gates_x, bias * scales, out=gates_x)
+    return forward_sequence(gates_x.reshape(*x.shape[:-1], -1), h0, c0, weight_hh, reverse,
+                            batch_first, keep_h_before)
+
+
+def scaled_gates(gates_x: np.ndarray) -> np.ndarray:
+    """The input's share of the gates with the σ gates' quarters halved, as
+    ``forward_sequence`` takes it: ``σ(a) = (1 + tanh(a/2)) / 2``, so the loop wants
+    ``a/2`` for i, f, o (and ``a`` for g). Halving is exact in binary floating point, and
+    ``(u + v)/2 = u/2 + v/2`` exactly, so scaling the two shares of ``a`` apart (this, and
+    ``W_hh``'s copy in the loop) gives the same bits as scaling their sum in every step."""
+    hidden = gates_x.shape[-1] // 4
+    scales = gate_scales(gates_x.dtype, hidden).reshape(-1)
+    return np.multiply(gates_x, scales)
+
+
 def forward_sequence(gates_x: np.ndarray, h0: np.ndarray, c0: np.ndarray,
                      weight_hh: np.ndarray, reverse: bool, batch_first: bool,
                      keep_h_before: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                    SavedSequence]:
     """``(output, h_T, c_T, saved)`` of one direction; the arithmetic of
-    ``LSTMSequence.forward`` (``ops/lstm.py``), whose docstring has the equations."""
+    ``LSTMSequence.forward`` (``ops/lstm.py``), whose docstring has the equations.
+    ``gates_x`` arrives with the σ gates' quarters halved (``scaled_gates``)."""
     from .pointwise_loops import lstm_gates_forward  # (here: importing numba takes a while)
     batch, hidden = h0.shape
     steps = gates_x.shape[1 if batch_first else 0]
     dtype = gates_x.dtype
     # (H, 4H) row-major, for h @ W_hh.T: OpenBLAS multiplies a small h by it faster
-    # than by the transposed view
-    w_hh_t = np.ascontiguousarray(weight_hh.T)
+    # than by the transposed view; its σ gates' columns halved as gates_x's are
+    w_hh_t = np.empty((hidden, 4 * hidden), dtype)
+    np.multiply(weight_hh.T, gate_scales(dtype, hidden).reshape(-1), out=w_hh_t)
     output = np.empty(_sequence_shape(batch, steps, hidden, batch_first), dtype)
     gates = np.empty((steps, batch, 4, hidden), dtype)
     cells = np.empty((steps, batch, hidden), dtype)
     tanh_cells = np.empty((steps, batch, hidden), dtype)
     a = np.empty((batch, 4 * hidden), dtype)
-    scales = gate_scales(dtype, hidden)
     one = dtype.type(1)
     half = one / 2
     h, c = h0, c0
     for t in time_order(steps, reverse):
         np.matmul(h, w_hh_t, out=a)
-        np.add(a, _step(gates_x, t, batch_first), out=a)
         gate = gates[t]
-        # σ(a) = (1 + tanh(a/2)) / 2 for i, f, o and tanh(a) for g: one tanh for all four
-        np.multiply(a.reshape(batch, 4, hidden), scales, out=gate)
+        # a/2 for i, f, o and a for g, then σ(a) = (1 + tanh(a/2)) / 2 for i, f, o and
+        # tanh(a) for g: one tanh for all four
+        np.add(a, _step(gates_x, t, batch_first), out=gate.reshape(batch, 4 * hidden))
         np.tanh(gate, out=gate)
         lstm_gates_forward(gate, c, one, half, cells[t])  # the gates, and c' = f c + i g
         c = cells[t]
@@ -118,12 +153,25 @@ def backward_sequence(saved: SavedSequence, c0: np.ndarray, weight_hh: np.ndarra
     return grad_gates_x, grad_h0, dc.copy(), grad_weight_hh
 
 
+def input_projection_grads(grad_gates_x: np.ndarray, x: np.ndarray, weight_ih: np.ndarray,
+                           needs_x: bool, needs_weight: bool, needs_bias: bool
+                           ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """``(grad of x, grad of W_ih, grad of b)`` from the gradient of the input's share
+    ``x @ W_ihᵀ + b``: the products and the sum ``Linear``'s backward makes, all steps at once."""
+    rows = grad_gates_x.reshape(-1, grad_gates_x.shape[-1])
+    grad_x = np.matmul(rows, weight_ih).reshape(x.shape) if needs_x else None
+    grad_weight = np.matmul(rows.T, x.reshape(-1, x.shape[-1])) if needs_weight else None
+    grad_bias = rows.sum(0) if needs_bias else None
+    return grad_x, grad_weight, grad_bias
+
+
 @lru_cache(maxsize=16)
 def gate_scales(dtype: Any, hidden: int) -> np.ndarray:
-    """``(4, H)`` factors for ``(B, 4, H)`` pre-activations: ½ for the σ gates i, f, o
-    (``σ(a) = (1 + tanh(a/2)) / 2``), 1 for the cell candidate g (``tanh(a)``). A full
-    row rather than a ``(4, 1)`` column: numpy multiplies by a contiguous row about
-    twice as fast as it broadcasts a column along it."""
+    """``(4, H)`` factors for ``(B, 4, H)`` pre-activations (``reshape(-1)``: one per gate
+    column of ``W``'s ``4H``): ½ for the σ gates i, f, o (``σ(a) = (1 + tanh(a/2)) / 2``),
+    1 for the cell candidate g (``tanh(a)``). A full row rather than a ``(4, 1)`` column:
+    numpy multiplies by a contiguous row about twice as fast as it broadcasts a column
+    along it."""
     scales = np.repeat(np.array([[0.5], [0.5], [1.0], [0.5]], dtype=dtype), hidden, axis=1)
     scales.flags.writeable = False  # shared by every call
     return scales
