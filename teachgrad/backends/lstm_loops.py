@@ -16,6 +16,9 @@ bits), but the way a cuDNN-style kernel lays out its memory:
 - the σ gates' ½ (``σ(a) = (1 + tanh(a/2)) / 2``) is in the operands before the loop, in
   the input's share and in the copy of ``W_hh`` (``scaled_gates``: exact), so a step adds
   its two shares straight into its gate slot and takes their tanh, with no pass to scale;
+- in float32 a forward step is the recurrent product and one compiled pass for all the
+  rest (``lstm_step_loops.py``, with its own vectorised tanh: within rounding of numpy's
+  calls, not their bits); float64 keeps numpy's ``tanh`` and five calls a step;
 - ``forward_layer`` also makes the input's share itself, from the layer's input, for
   ``LSTMLayer`` (``ops/lstm.py``: the input's projection and the loop as one node);
 - backward writes each step's gate gradients into their slot of the gradient of the
@@ -91,6 +94,16 @@ def forward_sequence(gates_x: np.ndarray, h0: np.ndarray, c0: np.ndarray,
     one = dtype.type(1)
     half = one / 2
     h, c = h0, c0
+    if dtype == np.float32:  # one compiled pass per step, its own vectorised tanh
+        from .lstm_step_loops import lstm_step_forward
+        gates_x = np.ascontiguousarray(gates_x)
+        for t in time_order(steps, reverse):
+            np.matmul(h, w_hh_t, out=a)
+            lstm_step_forward(a, gates_x, t, batch_first, c, gates[t], cells[t],
+                              tanh_cells[t], output)
+            h, c = _step(output, t, batch_first), cells[t]
+        return _finish(output, h, c, h0, SavedSequence(gates, cells, tanh_cells, None),
+                       reverse, batch_first, keep_h_before)
     for t in time_order(steps, reverse):
         np.matmul(h, w_hh_t, out=a)
         gate = gates[t]
@@ -103,9 +116,19 @@ def forward_sequence(gates_x: np.ndarray, h0: np.ndarray, c0: np.ndarray,
         np.tanh(c, out=tanh_cells[t])
         h = _step(output, t, batch_first)
         np.multiply(gate[:, 3], tanh_cells[t], out=h)  # h' = o tanh(c')
-    h_before = _states_before(output, h0, reverse, batch_first) if keep_h_before else None
-    # h_T and c_T are copies: the user may change them in place, backward reads the originals
-    return output, h.copy(), c.copy(), SavedSequence(gates, cells, tanh_cells, h_before)
+    return _finish(output, h, c, h0, SavedSequence(gates, cells, tanh_cells, None), reverse,
+                   batch_first, keep_h_before)
+
+
+def _finish(output: np.ndarray, h: np.ndarray, c: np.ndarray, h0: np.ndarray,
+            saved: SavedSequence, reverse: bool, batch_first: bool, keep_h_before: bool
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, SavedSequence]:
+    """``forward_sequence``'s results once the loop is done: the states each step started
+    from gathered for ``W_hh``'s gradient (if it wants one), and ``h_T``, ``c_T`` as copies
+    (the user may change them in place; backward reads the originals)."""
+    if keep_h_before:
+        saved = saved._replace(h_before=_states_before(output, h0, reverse, batch_first))
+    return output, h.copy(), c.copy(), saved
 
 
 def backward_sequence(saved: SavedSequence, c0: np.ndarray, weight_hh: np.ndarray,
