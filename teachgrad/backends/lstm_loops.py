@@ -21,8 +21,9 @@ bits), but the way a cuDNN-style kernel lays out its memory:
   calls, not their bits); float64 keeps numpy's ``tanh`` and five calls a step;
 - ``forward_layer`` also makes the input's share itself, from the layer's input, for
   ``LSTMLayer`` (``ops/lstm.py``: the input's projection and the loop as one node);
-- backward writes each step's gate gradients into their slot of the gradient of the
-  input's share ``(T, B, 4H)``, and ``W_hh``'s gradient is then one matrix product over
+- backward writes each step's gate gradients straight into their slot of the gradient
+  of the input's share ``(T, B, 4H)`` (one compiled pass a step, ``lstm_step_loops.py``,
+  reading and writing the sequences' rows in place, batch-first too), and ``W_hh``'s gradient is then one matrix product over
   every step, ``Σ_t grad_a[t]ᵀ h_before[t]``, with the states each step started from
   gathered into one array by the forward.
 """
@@ -141,33 +142,25 @@ def backward_sequence(saved: SavedSequence, c0: np.ndarray, weight_hh: np.ndarra
     the last step visited skips its product through ``W_hh``, which only ``h0``'s
     gradient needs (one recurrent product of the loop's 32, when ``h0`` is zeros that
     ``nn.LSTM`` made)."""
-    from .pointwise_loops import lstm_gates_backward
+    from .lstm_step_loops import lstm_step_backward
     steps, batch, _, hidden = saved.gates.shape
     dtype = saved.gates.dtype
     grad_gates_x = np.empty(_sequence_shape(batch, steps, 4 * hidden, batch_first), dtype)
+    grad_output = np.ascontiguousarray(grad_output)  # (the pass reads its rows in place)
     dh, dc = grad_h_last, grad_c_last
     dh_buffer = np.empty((batch, hidden), dtype)
     dc_buffers = (np.empty((batch, hidden), dtype), np.empty((batch, hidden), dtype))
-    # Row-major scratch for a batch-first layer, whose steps are strided views: the compiled
-    # pass runs several times faster on contiguous rows (LLVM vectorises it only there), and
-    # a 16 KB copy costs less than that difference.
-    grad_a_buffer = np.empty((batch, 4 * hidden), dtype)
-    grad_output_buffer = np.empty((batch, hidden), dtype)
-    one = dtype.type(1)
+    dh_row, dc_row = np.empty(hidden, dtype), np.empty(hidden, dtype)
     for n, t in enumerate(reversed(time_order(steps, reverse))):
-        grad_a_slot = _step(grad_gates_x, t, batch_first)
-        grad_a = grad_a_slot if grad_a_slot.flags.c_contiguous else grad_a_buffer
-        c_before = _state_before(saved.cells, c0, t, reverse)
         dc_before = dc_buffers[n % 2]
-        lstm_gates_backward(saved.gates[t], c_before, saved.tanh_cells[t], dh,
-                            _contiguous_step(grad_output, t, batch_first, grad_output_buffer),
-                            dc, one, grad_a.reshape(batch, 4, hidden), dc_before)
-        if grad_a is not grad_a_slot:
-            np.copyto(grad_a_slot, grad_a)
+        lstm_step_backward(saved.gates[t], _state_before(saved.cells, c0, t, reverse),
+                           saved.tanh_cells[t], dh, grad_output, dc, t, batch_first,
+                           grad_gates_x, dc_before, dh_row, dc_row)
         dc = dc_before
         if n == steps - 1 and not keep_grad_h0:
             break  # nothing before the first step: the product would only be h0's gradient
-        dh = np.matmul(grad_a, weight_hh, out=dh_buffer)  # to the step before, through W_hh
+        # to the step before, through W_hh
+        dh = np.matmul(_step(grad_gates_x, t, batch_first), weight_hh, out=dh_buffer)
     grad_weight_hh = None
     if saved.h_before is not None:  # Σ_t grad_a[t]ᵀ @ h_before[t]: one product over all t
         grad_weight_hh = np.matmul(grad_gates_x.reshape(steps * batch, 4 * hidden).T,
@@ -212,16 +205,6 @@ def _sequence_shape(batch: int, steps: int, features: int, batch_first: bool) ->
 def _step(sequence: np.ndarray, t: int, batch_first: bool) -> np.ndarray:
     """Time step ``t`` of a ``(T, B, F)`` (or ``(B, T, F)``) sequence, as a view."""
     return sequence[:, t] if batch_first else sequence[t]
-
-
-def _contiguous_step(sequence: np.ndarray, t: int, batch_first: bool,
-                     buffer: np.ndarray) -> np.ndarray:
-    """Time step ``t`` of a sequence, copied into ``buffer`` if the step is not row-major."""
-    step = _step(sequence, t, batch_first)
-    if step.flags.c_contiguous:
-        return step
-    np.copyto(buffer, step)
-    return buffer
 
 
 def _state_before(states: np.ndarray, start: np.ndarray, t: int, reverse: bool) -> np.ndarray:

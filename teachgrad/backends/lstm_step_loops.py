@@ -1,5 +1,6 @@
-"""One float32 LSTM step's gates, cell and output in one compiled pass, with a tanh that
-LLVM can vectorise.
+"""An LSTM step on numpy arrays as one compiled pass each way: forward (float32) the gates,
+cell and output, with a tanh that LLVM can vectorise; backward the gate gradients, written
+into the whole sequence's gradient in place.
 
 ``lstm_loops.forward_sequence`` runs a forward step on numpy arrays as five numpy calls
 and one compiled pass around the recurrent product: the two shares of the pre-activations
@@ -100,3 +101,42 @@ def lstm_step_forward(recurrent, gates_x, t, batch_first, c, gates, c_new, tanh_
         h = output[b, t] if batch_first else output[t, b]
         for k in range(hidden):
             h[k] = gate[3, k] * tanh_cell[k]
+
+
+@njit(**_OPTIONS)
+def lstm_step_backward(gates, c_before, tanh_c, dh_next, grad_output, dc, t, batch_first,
+                       grad_gates_x, dc_before, dh_row, dc_row):
+    """One step's backward through its gates, the arithmetic of
+    ``pointwise_loops.lstm_gates_backward`` in the same order (so the same bits), but in
+    short loops over contiguous rows and reading the output's gradient and writing the
+    gates' gradient at step ``t`` of the whole sequences (``(T, B, ...)``, or ``(B, T, ...)``
+    with ``batch_first``): no copies of a batch-first step's strided rows, and loops LLVM
+    vectorises. ``dh_row`` and ``dc_row`` are ``(H,)`` scratch."""
+    batch, _, hidden = gates.shape
+    one = gates.dtype.type(1)
+    for b in range(batch):
+        gate, tanh_cell = gates[b], tanh_c[b]
+        from_output = grad_output[b, t] if batch_first else grad_output[t, b]
+        from_next, dc_next = dh_next[b], dc[b]
+        for k in range(hidden):  # h' = o tanh(c'): the gradient reaches c' from h' and after
+            dh_row[k] = from_next[k] + from_output[k]
+        for k in range(hidden):
+            o, s = gate[3, k], tanh_cell[k]
+            dc_row[k] = dc_next[k] + dh_row[k] * (o * (one - s * s))
+        grad = grad_gates_x[b, t] if batch_first else grad_gates_x[t, b]
+        cell = c_before[b]
+        for k in range(hidden):  # i: ∂c'/∂i = g, σ' = σ(1 - σ)
+            i = gate[0, k]
+            grad[k] = dc_row[k] * gate[2, k] * (i * (one - i))
+        for k in range(hidden):  # f: ∂c'/∂f = c
+            f = gate[1, k]
+            grad[hidden + k] = dc_row[k] * cell[k] * (f * (one - f))
+        for k in range(hidden):  # g: ∂c'/∂g = i, tanh' = (1 + tanh)(1 - tanh)
+            g = gate[2, k]
+            grad[2 * hidden + k] = dc_row[k] * gate[0, k] * ((one + g) * (one - g))
+        for k in range(hidden):  # o: ∂h'/∂o = tanh(c')
+            o = gate[3, k]
+            grad[3 * hidden + k] = dh_row[k] * tanh_cell[k] * (o * (one - o))
+        before = dc_before[b]
+        for k in range(hidden):  # c reaches the step before through f
+            before[k] = dc_row[k] * gate[1, k]

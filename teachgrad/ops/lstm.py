@@ -200,7 +200,7 @@ def gates_backward(bk: Any, gates: Any, c_before: Any, tanh_c: Any, dh_next: Any
     (reaching c' from the step after).
 
     On numpy arrays ``backends/lstm_loops.py`` runs the same arithmetic as one compiled
-    pass per step (``pointwise_loops.lstm_gates_backward``).
+    pass per step (``lstm_step_loops.lstm_step_backward``).
     """
     dh = bk.binary("add", dh_next, dh_output)
     i, f, g, o = (bk.getitem(gates, (slice(None), k)) for k in range(4))

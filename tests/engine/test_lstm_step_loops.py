@@ -75,3 +75,48 @@ def test_the_loop_takes_the_pass_for_float32_only(dtype, runs, monkeypatch):
     output, _ = layer(tg.tensor(rng.standard_normal((2, 4, 3)).astype(dtype)))
     assert len(seen) == runs and output.dtype == getattr(tg, np.dtype(dtype).name)
     assert np.isfinite(output.detach().numpy()).all()
+
+
+def _backward_spec(gates, c_before, tanh_c, dh_next, dh_output, dc):
+    """The backward step's arithmetic as numpy operations in the kernel's order (IEEE
+    arithmetic element by element: the same bits)."""
+    i, f, g, o = (gates[:, k] for k in range(4))
+    one = gates.dtype.type(1)
+    dh = dh_next + dh_output
+    dc_new = dc + dh * (o * (one - tanh_c * tanh_c))
+    grad = np.stack([dc_new * g * (i * (one - i)), dc_new * c_before * (f * (one - f)),
+                     dc_new * i * ((one + g) * (one - g)), dh * tanh_c * (o * (one - o))],
+                    axis=1)
+    return grad, dc_new * f
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_backward_pass_writes_the_gate_gradients_in_place_with_the_same_bits(dtype,
+                                                                              batch_first):
+    from teachgrad.backends import get_backend
+    from teachgrad.ops import lstm
+    batch, steps, hidden, t = 3, 4, 5, 1
+    gates = np.tanh(rng.standard_normal((batch, 4, hidden)) * 2).astype(dtype)
+    gates[:, [0, 1, 3]] = (1 + gates[:, [0, 1, 3]]) / 2
+    c_before, tanh_c, dh_next, dc = (rng.standard_normal((batch, hidden)).astype(dtype)
+                                     for _ in range(4))
+    sequence = (batch, steps) if batch_first else (steps, batch)
+    grad_output = rng.standard_normal(sequence + (hidden,)).astype(dtype)
+    grad_gates_x = np.zeros(sequence + (4 * hidden,), dtype)
+    dc_before = np.empty((batch, hidden), dtype)
+    lstm_step_loops.lstm_step_backward(gates, c_before, tanh_c, dh_next, grad_output, dc, t,
+                                       batch_first, grad_gates_x, dc_before,
+                                       np.empty(hidden, dtype), np.empty(hidden, dtype))
+    dh_output = grad_output[:, t] if batch_first else grad_output[t]
+    grad_step = grad_gates_x[:, t] if batch_first else grad_gates_x[t]
+    spec_grad, spec_dc = _backward_spec(gates, c_before, tanh_c, dh_next, dh_output, dc)
+    np.testing.assert_array_equal(grad_step, spec_grad.reshape(batch, 4 * hidden))
+    np.testing.assert_array_equal(dc_before, spec_dc)
+    assert not np.delete(grad_gates_x, t, axis=1 if batch_first else 0).any()
+    readable_grad, readable_dc = lstm.gates_backward(get_backend("cpu"), gates, c_before, tanh_c,
+                                                     dh_next, dh_output, dc)
+    tolerance = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(grad_step, readable_grad.reshape(batch, 4 * hidden),
+                               rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(dc_before, readable_dc, rtol=tolerance, atol=tolerance)
