@@ -5,27 +5,28 @@ straight into arrays made once per sequence.
 backend's primitives, keeps them in lists, and joins the lists into sequences at the
 end. That is the path every backend takes and the one to read first. On numpy arrays
 this module runs the same arithmetic, step for step and in the same order (so the same
-bits), but the way a cuDNN-style kernel lays out its memory:
+bits, but for float32's forward tanh, below), the way a cuDNN-style kernel lays out its
+memory:
 
 - the output ``(T, B, H)`` (or ``(B, T, H)``), the gates ``(T, B, 4, H)``, the cells and
   their tanh are made once, and each step writes its part of them in place (``out=``):
   no joins after the loop, no fresh small arrays in it;
-- each step is raw numpy calls and the compiled gate passes of ``pointwise_loops.py``,
-  with no backend methods between them: at a batch of 32 and 128 hidden units a step's
-  arithmetic takes microseconds, so the calls around it are what cost;
+- a step is the recurrent product and compiled passes, with no backend methods between
+  them: at a batch of 32 and 128 hidden units a step's arithmetic takes microseconds,
+  so the calls around it are what cost;
 - the σ gates' ½ (``σ(a) = (1 + tanh(a/2)) / 2``) is in the operands before the loop, in
   the input's share and in the copy of ``W_hh`` (``scaled_gates``: exact), so a step adds
   its two shares straight into its gate slot and takes their tanh, with no pass to scale;
-- in float32 a forward step is the recurrent product and one compiled pass for all the
-  rest (``lstm_step_loops.py``, with its own vectorised tanh: within rounding of numpy's
-  calls, not their bits); float64 keeps numpy's ``tanh`` and five calls a step;
+- in float32 the rest of a forward step is one compiled pass (``lstm_step_loops.py``, with
+  its own vectorised tanh: within rounding of numpy's, not its bits); float64 keeps
+  numpy's ``tanh``, a few numpy calls and ``pointwise_loops.lstm_gates_forward``;
 - ``forward_layer`` also makes the input's share itself, from the layer's input, for
   ``LSTMLayer`` (``ops/lstm.py``: the input's projection and the loop as one node);
 - backward writes each step's gate gradients straight into their slot of the gradient
   of the input's share ``(T, B, 4H)`` (one compiled pass a step, ``lstm_step_loops.py``,
-  reading and writing the sequences' rows in place, batch-first too), and ``W_hh``'s gradient is then one matrix product over
-  every step, ``Σ_t grad_a[t]ᵀ h_before[t]``, with the states each step started from
-  gathered into one array by the forward.
+  reading and writing the sequences' rows in place, batch-first too), and ``W_hh``'s
+  gradient is then one matrix product over every step, ``Σ_t grad_a[t]ᵀ h_before[t]``,
+  with the states each step started from gathered into one array by the forward.
 """
 from __future__ import annotations
 
