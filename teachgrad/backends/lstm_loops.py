@@ -58,8 +58,8 @@ def forward_layer(x: np.ndarray, h0: np.ndarray, c0: np.ndarray, weight_ih: np.n
     gates_x = np.matmul(rows, scaled_weight_ih.T)
     if bias is not None:
         np.add(gates_x, bias * scales, out=gates_x)
-    return forward_sequence(gates_x.reshape(*x.shape[:-1], -1), h0, c0, weight_hh, reverse,
-                            batch_first, keep_h_before)
+    return forward_sequence(gates_x.reshape(*x.shape[:-1], weight_ih.shape[0]), h0, c0,
+                            weight_hh, reverse, batch_first, keep_h_before)
 
 
 def scaled_gates(gates_x: np.ndarray) -> np.ndarray:

@@ -107,3 +107,12 @@ def test_autocast_and_a_plugged_backward_take_the_composition(nodes):
     assert not nodes and calls == [1]
     layer(x)
     assert nodes == [1]
+
+
+def test_an_empty_batch_gives_empty_results(nodes):
+    layer = tg.nn.LSTM(4, 3, batch_first=True)
+    x = tg.zeros((0, 3, 4), requires_grad=True)
+    output, (h, c) = layer(x)
+    (output.sum() + c.sum()).backward()
+    assert nodes == [1] and tuple(output.shape) == (0, 3, 3) and tuple(h.shape) == (1, 0, 3)
+    assert tuple(x.grad.shape) == (0, 3, 4) and not layer.weight_hh_l0.grad.numpy().any()
