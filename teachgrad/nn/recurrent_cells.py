@@ -16,7 +16,10 @@ import math
 from typing import Any
 
 import teachgrad as tg
-from teachgrad.ops.lstm import LSTMSequence
+from teachgrad.autograd import function
+from teachgrad.autograd.parts import plugged_parts
+from teachgrad.backends.compiled_loops import loops_take
+from teachgrad.ops.lstm import LSTMLayer, LSTMSequence
 from teachgrad.tensor import Tensor
 
 from . import functional as F
@@ -65,8 +68,24 @@ def lstm_layer(x: Tensor, h0: Tensor, c0: Tensor, weights: list[Tensor | None],
     Function (``ops/lstm.py``): an LSTM is the network people time.
     """
     weight_ih, weight_hh, bias_ih, bias_hh = weights
+    if _one_node_fits(x, h0, c0, weights):
+        return LSTMLayer.apply(x, h0, c0, weight_ih, weight_hh, bias_ih, bias_hh, reverse,
+                               batch_first)
     bias = None if bias_ih is None else bias_ih + bias_hh  # both biases add to every gate
     return LSTMSequence.apply(F.linear(x, weight_ih, bias), h0, c0, weight_hh, reverse, batch_first)
+
+
+def _one_node_fits(x: Tensor, h0: Tensor, c0: Tensor, weights: list[Tensor | None]) -> bool:
+    """Whether ``LSTMLayer`` (the input's projection and the loop as one node, the same
+    numbers) computes ``lstm_layer`` here: numpy arrays of one float dtype, autocast off
+    (``F.linear`` is a cast point), and no learner's backward plugged into the two nodes
+    it stands for."""
+    arrays = [t._array for t in (x, h0, c0, *weights) if t is not None]
+    if function.cast_policy is not None or not loops_take(*arrays):
+        return False
+    plugged = plugged_parts()
+    return not plugged or not any(f"backward:{op}" in plugged
+                                  for op in ("Linear", "LSTMSequence", "Add"))
 
 
 class RNNCellBase(Module):

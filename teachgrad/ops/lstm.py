@@ -19,7 +19,8 @@ Everything below runs on backend primitives, so every device computes it: this i
 path to read. On CPU (numpy) arrays ``backends/lstm_loops.py`` runs the same steps with
 every step's results written straight into whole-sequence arrays and each step's gate
 arithmetic as one compiled pass (``tests/engine/test_lstm_loops.py`` holds the two
-paths equal).
+paths equal). There ``nn.LSTM`` goes one step further: ``LSTMLayer`` is the input's
+projection and the loop as one node (``tests/engine/test_lstm_layer_node.py``).
 """
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ class LSTMSequence(Function):
         ctx.in_place = loops_take(gates_x._array, h0._array, c0._array, weight_hh._array)
         if ctx.in_place:  # numpy arrays: the same steps, written into whole-sequence arrays
             output, h, c, saved = lstm_loops.forward_sequence(
-                gates_x._array, h0._array, c0._array, weight_hh._array, reverse, batch_first,
-                keep_h_before=ctx.needs_input_grad[3])
+                lstm_loops.scaled_gates(gates_x._array), h0._array, c0._array,
+                weight_hh._array, reverse, batch_first, keep_h_before=ctx.needs_input_grad[3])
             ctx.arrays = (saved, c0._array, weight_hh._array)
             return output, h, c
         batch, hidden = h0.shape
@@ -95,7 +96,8 @@ class LSTMSequence(Function):
             saved, c0, weight_hh = ctx.arrays
             grads = lstm_loops.backward_sequence(saved, c0, weight_hh, grad_output._array,
                                                  grad_h_last._array, grad_c_last._array,
-                                                 ctx.reverse, ctx.batch_first)
+                                                 ctx.reverse, ctx.batch_first,
+                                                 keep_grad_h0=ctx.needs_input_grad[1])
             return tuple(None if g is None else Tensor._make(g, bk, device) for g in grads) + \
                 (None, None)
         gates, cells, tanh_cells, hiddens, h0, c0, weight_hh = ctx.arrays
@@ -103,6 +105,7 @@ class LSTMSequence(Function):
         steps = len(gates)
         grad_gates: list[Any] = [None] * steps
         dh, dc = grad_h_last._array, grad_c_last._array
+        first_step = time_order(steps, ctx.reverse)[0]
         for t in reversed(time_order(steps, ctx.reverse)):
             # h' reaches the loss through the step after (dh) and the output at t
             grad_a, dc = gates_backward(bk, gates[t], _state_before(cells, c0, t, ctx.reverse),
@@ -110,6 +113,9 @@ class LSTMSequence(Function):
                                         bk.getitem(grad_output._array, _step(t, ctx.batch_first)), dc)
             grad_a = bk.reshape(grad_a, (batch, 4 * hidden))
             grad_gates[t] = grad_a
+            if t == first_step and not ctx.needs_input_grad[1]:
+                dh = None  # the product through W_hh would only be h0's gradient
+                break
             dh = bk.matmul(grad_a, weight_hh)  # on to the step before, through W_hh
 
         grad_gates_x = _sequence(bk, grad_gates, ctx.batch_first)
@@ -119,9 +125,56 @@ class LSTMSequence(Function):
             grad_weight_hh = bk.matmul(
                 bk.permute(bk.reshape(grad_gates_x, (steps * batch, 4 * hidden)), (1, 0)),
                 bk.reshape(_sequence(bk, h_before, ctx.batch_first), (steps * batch, hidden)))
-        return (Tensor._make(grad_gates_x, bk, device), Tensor._make(dh, bk, device),
+        return (Tensor._make(grad_gates_x, bk, device),
+                None if dh is None else Tensor._make(dh, bk, device),
                 Tensor._make(dc, bk, device),
                 None if grad_weight_hh is None else Tensor._make(grad_weight_hh, bk, device), None, None)
+
+
+class LSTMLayer(Function):
+    """``(output, h_T, c_T)`` of one LSTM layer in one direction from the layer's input
+    ``x`` (``(T, B, F)``, or ``(B, T, F)`` with ``batch_first``) and its four weights:
+    ``LSTMSequence.apply(F.linear(x, W_ih, b_ih + b_hh), h0, c0, W_hh, ...)`` as one node,
+    on numpy arrays only (``nn.LSTM`` takes this path where ``backends/lstm_loops.py``
+    runs; that composition is the path to read, and every other backend's).
+
+    Why one node: the input's share of the gates then arrives with the σ gates' ½ in
+    it (from a halved copy of ``W_ih``, made in the same product), which saves a pass
+    over the gates in every step, and the bias's sum, ``Linear``'s node and the graph's
+    walk between the two nodes go. The same products and sums in the same order: the
+    same bits (``tests/engine/test_lstm_loops.py``).
+    """
+
+    rule = LSTMSequence.rule + "; a = x W_ihᵀ + b_ih + b_hh + h W_hhᵀ: ∂a/∂x = W_ih, ∂a/∂W_ih = x"
+
+    @staticmethod
+    def forward(ctx: Context, x: Tensor, h0: Tensor, c0: Tensor, weight_ih: Tensor,
+                weight_hh: Tensor, bias_ih: Tensor | None, bias_hh: Tensor | None,
+                reverse: bool, batch_first: bool):
+        ctx.reverse, ctx.batch_first = reverse, batch_first
+        bias = None if bias_ih is None else np.add(bias_ih._array, bias_hh._array)
+        output, h, c, saved = lstm_loops.forward_layer(
+            x._array, h0._array, c0._array, weight_ih._array, weight_hh._array, bias, reverse,
+            batch_first, keep_h_before=ctx.needs_input_grad[4])
+        ctx.arrays = (saved, x._array, c0._array, weight_ih._array, weight_hh._array)
+        return output, h, c
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: Tensor, grad_h_last: Tensor, grad_c_last: Tensor):
+        saved, x, c0, weight_ih, weight_hh = ctx.arrays
+        needs_x, needs_h0, _, needs_w_ih, _, needs_b_ih, needs_b_hh = ctx.needs_input_grad[:7]
+        grad_gates_x, grad_h0, grad_c0, grad_w_hh = lstm_loops.backward_sequence(
+            saved, c0, weight_hh, grad_output._array, grad_h_last._array, grad_c_last._array,
+            ctx.reverse, ctx.batch_first, keep_grad_h0=needs_h0)
+        grad_x, grad_w_ih, grad_b = lstm_loops.input_projection_grads(
+            grad_gates_x, x, weight_ih, needs_x, needs_w_ih, needs_b_ih or needs_b_hh)
+        # both biases add to every gate: the same gradient, an array each
+        grad_b_hh = None if grad_b is None or not needs_b_hh else grad_b.copy()
+        grads = (grad_x, grad_h0, grad_c0, grad_w_ih, grad_w_hh,
+                 grad_b if needs_b_ih else None, grad_b_hh)
+        bk, device = ctx.backend, grad_output.device
+        return tuple(None if g is None else Tensor._make(g, bk, device) for g in grads) + \
+            (None, None)
 
 
 def gates_forward(bk: Any, a: Any, c: Any) -> tuple[Any, Any]:
@@ -147,7 +200,7 @@ def gates_backward(bk: Any, gates: Any, c_before: Any, tanh_c: Any, dh_next: Any
     (reaching c' from the step after).
 
     On numpy arrays ``backends/lstm_loops.py`` runs the same arithmetic as one compiled
-    pass per step (``pointwise_loops.lstm_gates_backward``).
+    pass per step (``lstm_step_loops.lstm_step_backward``).
     """
     dh = bk.binary("add", dh_next, dh_output)
     i, f, g, o = (bk.getitem(gates, (slice(None), k)) for k in range(4))

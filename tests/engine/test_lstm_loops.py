@@ -7,6 +7,7 @@ import pytest
 
 import teachgrad as tg
 from teachgrad.backends import lstm_loops, pointwise_loops
+from teachgrad.nn import recurrent_cells
 from teachgrad.ops import lstm
 from teachgrad.ops.lstm import LSTMSequence
 
@@ -71,7 +72,7 @@ def test_in_place_loop_without_weight_gradient_and_with_a_strided_output_gradien
     seen = []
     real = lstm_loops.backward_sequence
     monkeypatch.setattr(lstm_loops, "backward_sequence",
-                        lambda *a: seen.append(a[3].flags.c_contiguous) or real(*a))
+                        lambda *a, **k: seen.append(a[3].flags.c_contiguous) or real(*a, **k))
 
     def run():
         tensors = [tg.tensor(a, requires_grad=k < 3) for k, a in enumerate(arrays)]
@@ -84,6 +85,38 @@ def test_in_place_loop_without_weight_gradient_and_with_a_strided_output_gradien
     monkeypatch.setattr(lstm, "loops_take", lambda *arrays: False)
     for f, r in zip(fast, run()):
         np.testing.assert_allclose(f, r, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("fast", [True, False])
+def test_without_h0_gradient_the_last_product_is_skipped_and_the_rest_unchanged(
+        reverse, fast, monkeypatch):
+    """h0 without ``requires_grad`` (the zeros ``nn.LSTM`` makes): the backward leaves out
+    the product that only h0's gradient needs, on both paths, and every other gradient is
+    what it is when h0 wants one too."""
+    arrays = _inputs(np.float64, True)
+    grads = [rng.standard_normal(s) for s in ((BATCH, STEPS, HIDDEN), (BATCH, HIDDEN),
+                                              (BATCH, HIDDEN))]
+    if not fast:
+        monkeypatch.setattr(lstm, "loops_take", lambda *arrays: False)
+    products = []
+    real_matmul = np.matmul
+    monkeypatch.setattr(np, "matmul", lambda *a, **k: products.append(a[0].shape) or
+                        real_matmul(*a, **k))
+
+    def run(h0_grad):
+        products.clear()
+        tensors = [tg.tensor(a, requires_grad=(k != 1 or h0_grad)) for k, a in enumerate(arrays)]
+        output, h, c = LSTMSequence.apply(*tensors, reverse, True)
+        sum((r * tg.tensor(g)).sum() for r, g in zip((output, h, c), grads)).backward()
+        assert (tensors[1].grad is not None) == h0_grad
+        return [t.grad.numpy() for k, t in enumerate(tensors) if k != 1], len(products)
+
+    with_h0, products_with = run(True)
+    without_h0, products_without = run(False)
+    assert products_without == products_with - 1
+    for w, wo in zip(with_h0, without_h0):
+        np.testing.assert_array_equal(w, wo)
 
 
 def test_final_states_are_their_own_arrays():
@@ -110,6 +143,7 @@ def test_lstm_layer_only_h_n_in_the_loss_matches_the_readable_path(monkeypatch):
 
     fast = gradients()
     monkeypatch.setattr(lstm, "loops_take", lambda *arrays: False)
+    monkeypatch.setattr(recurrent_cells, "_one_node_fits", lambda *arrays: False)
     for f, r in zip(fast, gradients()):
         np.testing.assert_allclose(f, r, rtol=1e-5, atol=1e-6)
 
