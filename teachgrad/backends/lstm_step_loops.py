@@ -106,8 +106,8 @@ def lstm_step_forward(recurrent, gates_x, t, batch_first, c, gates, c_new, tanh_
 @njit(**_OPTIONS)
 def lstm_step_backward(gates, c_before, tanh_c, dh_next, grad_output, dc, t, batch_first,
                        grad_gates_x, dc_before, dh_row, dc_row):
-    """One step's backward through its gates, the arithmetic of
-    ``pointwise_loops.lstm_gates_backward`` in the same order (so the same bits), but in
+    """One step's backward through its gates, the arithmetic of ``ops/lstm.py``'s
+    ``gates_backward`` in the order of the pass that used to run it (so the same bits), but in
     short loops over contiguous rows and reading the output's gradient and writing the
     gates' gradient at step ``t`` of the whole sequences (``(T, B, ...)``, or ``(B, T, ...)``
     with ``batch_first``): no copies of a batch-first step's strided rows, and loops LLVM

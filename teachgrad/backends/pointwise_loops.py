@@ -1,5 +1,5 @@
 """One pass over memory for ``lerp_``, ``addcmul_`` and ``addcdiv_`` on large CPU arrays,
-and for an LSTM step's backward through its gates (``lstm_gates_backward``, at the end).
+and for an LSTM step's gates and new cell (``lstm_gates_forward``, at the end).
 
 Each of these updates does two or three arithmetic operations per element. numpy has
 no operation on three arrays, so the reference path (:meth:`Backend.addcmul_inplace`
@@ -47,32 +47,6 @@ def lerp(x, end, weight, weight_minus_one):
     else:
         for i in range(x.size):
             x[i] = (end[i] - x[i]) * weight_minus_one + end[i]
-
-
-@njit(**_OPTIONS)
-def lstm_gates_backward(gates, c_before, tanh_c, dh_next, dh_output, dc, one, grad_gates,
-                        dc_before):
-    """One LSTM step's backward through its gates, in one pass (``ops/lstm.py`` has the
-    same arithmetic as whole-array operations, and the equations).
-
-    ``gates`` is ``(B, 4, H)`` (i, f, g, o after σ / tanh); ``c_before``, ``tanh_c`` (of
-    the new cell), ``dh_next`` and ``dh_output`` (the gradient reaching h' from the step
-    after and from the output at this step) and ``dc`` (reaching c' from the step after)
-    are ``(B, H)``. Writes the gradient of the gates' pre-activations into
-    ``grad_gates`` ``(B, 4, H)`` and the one reaching the old cell into ``dc_before``.
-    """
-    batch, _, hidden = gates.shape
-    for b in range(batch):
-        for k in range(hidden):
-            i, f, g, o = gates[b, 0, k], gates[b, 1, k], gates[b, 2, k], gates[b, 3, k]
-            t = tanh_c[b, k]
-            dh_k = dh_next[b, k] + dh_output[b, k]
-            dc_k = dc[b, k] + dh_k * (o * (one - t * t))       # h' = o tanh(c')
-            grad_gates[b, 0, k] = dc_k * g * (i * (one - i))     # c' = f c + i g, σ' = σ(1 - σ)
-            grad_gates[b, 1, k] = dc_k * c_before[b, k] * (f * (one - f))
-            grad_gates[b, 2, k] = dc_k * i * ((one + g) * (one - g))  # tanh' = 1 - tanh²
-            grad_gates[b, 3, k] = dh_k * t * (o * (one - o))
-            dc_before[b, k] = dc_k * f
 
 
 @njit(**_OPTIONS)
