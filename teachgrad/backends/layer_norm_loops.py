@@ -57,8 +57,9 @@ def normalize(x, mean, inv_std, weight, bias, normalized, out):
 
 
 @njit(**_SUMS)
-def row_gradient_sums(grad, normalized, weight, sum_g, sum_g_normalized):
-    """Each row's ``Σ g`` and ``Σ g · x̂`` (float64), with ``g = grad · weight``."""
+def row_gradient_means(grad, normalized, weight, mean_g, mean_g_normalized):
+    """Each row's ``mean(g)`` and ``mean(g · x̂)`` with ``g = grad · weight``: the sums in
+    float64, each divided by ``n`` and then rounded once to the arrays' dtype."""
     rows, n = grad.shape
     for r in range(rows):
         grad_row, x_hat = grad[r], normalized[r]
@@ -67,7 +68,7 @@ def row_gradient_sums(grad, normalized, weight, sum_g, sum_g_normalized):
             g = grad_row[k] * weight[k]
             total_g += np.float64(g)
             total_gx += np.float64(g * x_hat[k])
-        sum_g[r], sum_g_normalized[r] = total_g, total_gx
+        mean_g[r], mean_g_normalized[r] = total_g / n, total_gx / n
 
 
 @njit(**_PASSES)
