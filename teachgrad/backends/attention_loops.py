@@ -69,12 +69,13 @@ def row_maxima(scores, out):
 
 
 @njit(**_PASSES)
-def subtract_rows(scores, tops):
-    """In place: each row minus its own number (its maximum: what keeps ``exp`` finite)."""
+def subtract_rows(scores, tops, out):
+    """``out = scores`` with each row minus its own number (its maximum: what keeps ``exp``
+    finite); ``out`` may be ``scores`` itself (in place)."""
     for r in range(scores.shape[0]):
-        row, top = scores[r], tops[r]
+        row, top, result = scores[r], tops[r], out[r]
         for j in range(scores.shape[1]):
-            row[j] = row[j] - top
+            result[j] = row[j] - top
 
 
 @njit(**_SUMS)
@@ -124,7 +125,7 @@ def attention_weights(scores: np.ndarray, scale, causal: bool) -> np.ndarray:
     per_row = np.empty(rows.shape[0], rows.dtype)
     scale_and_hide(rows, scale, scores.shape[-2], causal)
     row_maxima(rows, per_row)
-    subtract_rows(rows, per_row)
+    subtract_rows(rows, per_row, rows)
     np.exp(rows, out=rows)
     row_sums(rows, per_row)
     divide_rows(rows, per_row)
