@@ -95,10 +95,9 @@ def _forward_loops(ctx: Context, x: Tensor, weight_row, bias_row, eps: float):
     dtype = rows.dtype.type
     mean, inv_std = np.empty(rows.shape[0], rows.dtype), np.empty(rows.shape[0], rows.dtype)
     loops.row_statistics(rows, dtype(eps), dtype(1), mean, inv_std)
-    out = np.empty_like(rows)
-    # x̂ is kept only for a backward; without one the loop writes it into ``out`` (each
-    # element's x̂ first, then its output over it: the same numbers, one array less)
-    normalized = np.empty_like(rows) if ctx._recording else out
+    # (x̂ in an array of its own even without a backward to keep it for: the loop
+    # vectorises only when its two outputs cannot overlap)
+    normalized, out = np.empty_like(rows), np.empty_like(rows)
     loops.normalize(rows, mean, inv_std, weight_row, bias_row, normalized, out)
     ctx.normalized_rows, ctx.inv_std_rows, ctx.weight_row = normalized, inv_std, weight_row
     return out.reshape(a.shape)
