@@ -12,8 +12,9 @@ normalised output cannot feel either). ``weight`` gets ``Σ grad · x̂`` and ``
 ``Σ grad``, summed over the leading dimensions by the engine, as for any broadcast.
 
 On numpy arrays of one float dtype the passes are compiled loops instead
-(:mod:`teachgrad.backends.layer_norm_loops`: two walks over the rows each way, the
-same formulas, sums in float64); every other backend runs the operations written below.
+(:mod:`teachgrad.backends.layer_norm_loops`: one call forward, which walks each row
+three times while it is in the cache, and two walks over the rows backward; the same
+formulas, sums in float64); every other backend runs the operations written below.
 """
 from __future__ import annotations
 
@@ -94,11 +95,11 @@ def _forward_loops(ctx: Context, x: Tensor, weight_row, bias_row, eps: float):
     rows = (a if a.flags.c_contiguous else np.ascontiguousarray(a)).reshape(-1, weight_row.shape[0])
     dtype = rows.dtype.type
     mean, inv_std = np.empty(rows.shape[0], rows.dtype), np.empty(rows.shape[0], rows.dtype)
-    loops.row_statistics(rows, dtype(eps), dtype(1), mean, inv_std)
     # (x̂ in an array of its own even without a backward to keep it for: the loop
     # vectorises only when its two outputs cannot overlap)
     normalized, out = np.empty_like(rows), np.empty_like(rows)
-    loops.normalize(rows, mean, inv_std, weight_row, bias_row, normalized, out)
+    loops.normalize_rows(rows, dtype(eps), dtype(1), weight_row, bias_row, mean, inv_std,
+                         normalized, out)
     ctx.normalized_rows, ctx.inv_std_rows, ctx.weight_row = normalized, inv_std, weight_row
     return out.reshape(a.shape)
 
