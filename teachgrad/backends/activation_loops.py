@@ -139,7 +139,11 @@ def _subtract_row_max(out, rows):
 
     tops = np.empty(rows.shape[0], rows.dtype)
     row_maxima(rows, tops)
-    subtract_rows(rows, tops, out)
+    # a copy, then attention's subtraction in place (a loop with an output of its own
+    # would check at run time whether the two overlap, and attention's in-place call
+    # would then take the loop's slow, element-by-element version)
+    out[...] = rows
+    subtract_rows(out, tops)
 
 
 @njit(**_ROW_SUM_OPTIONS)

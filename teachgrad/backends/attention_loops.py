@@ -69,13 +69,12 @@ def row_maxima(scores, out):
 
 
 @njit(**_PASSES)
-def subtract_rows(scores, tops, out):
-    """``out = scores`` with each row minus its own number (its maximum: what keeps ``exp``
-    finite); ``out`` may be ``scores`` itself (in place)."""
+def subtract_rows(scores, tops):
+    """In place: each row minus its own number (its maximum: what keeps ``exp`` finite)."""
     for r in range(scores.shape[0]):
-        row, top, result = scores[r], tops[r], out[r]
+        row, top = scores[r], tops[r]
         for j in range(scores.shape[1]):
-            result[j] = row[j] - top
+            row[j] = row[j] - top
 
 
 @njit(**_SUMS)
@@ -125,7 +124,7 @@ def attention_weights(scores: np.ndarray, scale, causal: bool) -> np.ndarray:
     per_row = np.empty(rows.shape[0], rows.dtype)
     scale_and_hide(rows, scale, scores.shape[-2], causal)
     row_maxima(rows, per_row)
-    subtract_rows(rows, per_row, rows)
+    subtract_rows(rows, per_row)
     np.exp(rows, out=rows)
     row_sums(rows, per_row)
     divide_rows(rows, per_row)
