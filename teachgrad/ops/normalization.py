@@ -52,8 +52,10 @@ class LayerNorm(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
-        if ctx.weight_row is not None and loops_take(grad._array, ctx.weight_row):
-            return _backward_loops(ctx, grad)
+        if ctx.weight_row is not None:
+            if loops_take(grad._array, ctx.weight_row):
+                return _backward_loops(ctx, grad)
+            _saved_as_tensors(ctx, grad)  # (a gradient the loops do not take: the formula)
         normalized, axes = ctx.normalized, ctx.axes
         g = grad if ctx.weight is None else grad * ctx.weight
         dx = None
@@ -102,6 +104,15 @@ def _forward_loops(ctx: Context, x: Tensor, weight_row, bias_row, eps: float):
                          normalized, out)
     ctx.normalized_rows, ctx.inv_std_rows, ctx.weight_row = normalized, inv_std, weight_row
     return out.reshape(a.shape)
+
+
+def _saved_as_tensors(ctx: Context, grad: Tensor) -> None:
+    """The loops' saved rows as the tensors the formula in ``backward`` reads (x̂ and 1/σ
+    in the input's shape), for a gradient the loops do not take."""
+    shape = grad.shape
+    stats_shape = (*shape[:len(shape) - len(ctx.axes)], *(1,) * len(ctx.axes))
+    ctx.normalized = Tensor._make(ctx.normalized_rows.reshape(shape), ctx.backend, grad.device)
+    ctx.inv_std = Tensor._make(ctx.inv_std_rows.reshape(stats_shape), ctx.backend, grad.device)
 
 
 def _backward_loops(ctx: Context, grad: Tensor):

@@ -80,3 +80,22 @@ def test_layer_norm_refuses_a_weight_of_another_dtype_or_shape_before_any_work()
         F.layer_norm(x, (3, 5))
     with pytest.raises(RuntimeError, match="expected input with shape"):
         F.layer_norm(tg.ones(4), (2, 4))
+
+
+def test_a_gradient_the_loops_do_not_take_runs_the_formula_on_the_loops_saved_rows(monkeypatch):
+    # forward ran the loops; backward gets a gradient they do not take (here: told so),
+    # and the formula then reads x̂ and 1/σ from the rows the loops kept
+    x0 = rng.standard_normal((4, 3, 8))
+    w0, b0, g0 = rng.standard_normal(8), rng.standard_normal(8), rng.standard_normal((4, 3, 8))
+    expected = _run(x0, (8,), w0, b0, g0)
+    real = normalization.loops_take
+    calls = []
+
+    def only_forward(*arrays):
+        calls.append(len(calls))
+        return real(*arrays) if len(calls) == 1 else False
+    monkeypatch.setattr(normalization, "loops_take", only_forward)
+    got = _run(x0, (8,), w0, b0, g0)
+    assert len(calls) == 2
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
