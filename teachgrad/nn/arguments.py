@@ -23,8 +23,8 @@ def pair(value: Any, name: str, minimum: int) -> Pair:
 def check_like(name: str, input: Tensor, tensors: dict[str, Tensor | None]) -> None:
     """The layer's tensors must have the input's device and dtype (PyTorch does not promote)."""
     for what, t in tensors.items():
-        if t is None:
-            continue
+        if t is None or t.dtype is input.dtype and t.device is input.device:
+            continue  # (the usual case, by identity: a layer's own tensors beside its input)
         if t.device != input.device:
             raise RuntimeError(
                 f"{name}: input is on {input.device} but {what} is on {t.device}. Fix: move the "

@@ -79,8 +79,10 @@ def _tiled_kernel_fits(query: Tensor, key: Tensor, value: Tensor, attn_mask: Ten
     on ``cuda``, float32 or float64, no mask but ``is_causal``, no dropout, values as wide as
     the queries and the same leading (batch, head) shape. It gives the same numbers without
     storing the ``L x S`` weights; every other call takes the readable path below."""
+    if query.device.type != "cuda":
+        return False
     from teachgrad.kernels.attention import MAX_HEAD_DIM
-    return (query.device.type == "cuda" and attn_mask is None and dropout_p == 0.0
+    return (attn_mask is None and dropout_p == 0.0
             and query.dtype in (tg.float32, tg.float64)
             and value.shape[-1] == query.shape[-1] <= MAX_HEAD_DIM
             and tuple(query.shape[:-2]) == tuple(key.shape[:-2]) == tuple(value.shape[:-2])
@@ -211,8 +213,8 @@ def check_attention_inputs(query: Any, key: Any, value: Any, attn_mask: Any, dro
     if not query.dtype.is_floating_point:
         raise RuntimeError(f"{NAME}: expected floating-point query, key and value, got "
                            f"{query.dtype}. Fix: convert them, e.g. query.double()")
-    devices = {str(t.device) for t in (query, key, value)}
-    if len(devices) > 1:
+    same_device = query.device is key.device is value.device  # (the usual case, by identity)
+    if not same_device and len({str(t.device) for t in (query, key, value)}) > 1:
         raise RuntimeError(f"{NAME}: query, key and value must be on one device, got "
                            f"{query.device}, {key.device} and {value.device}. Fix: move them with .to()")
     _check_shapes(query, key, value, enable_gqa)

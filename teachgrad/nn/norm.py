@@ -110,8 +110,8 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
     ``torch.nn.functional.layer_norm``."""
     shape = _normalized_shape(normalized_shape)
     _check_numbers("layer_norm", eps=eps)
-    if not isinstance(input, Tensor) or tuple(input.shape[input.ndim - len(shape):]) != shape \
-            or input.ndim < len(shape):
+    first = input.ndim - len(shape) if isinstance(input, Tensor) else -1
+    if first < 0 or input.shape[first:] != shape:  # (a Size is a tuple: compared as one)
         got = list(input.shape) if isinstance(input, Tensor) else type(input).__name__
         raise RuntimeError(
             f"Given normalized_shape={list(shape)}, expected input with shape "
@@ -119,11 +119,11 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
             "names the last dimensions of the input."
         )
     for what, t in (("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t.shape) != shape:
+        if t is not None and t.shape != shape:
             raise RuntimeError(f"layer_norm: {what} must have shape {shape} (normalized_shape), "
                                f"got {tuple(t.shape)}")
     check_like("layer_norm", input, {"weight": weight, "bias": bias})
-    axes = tuple(range(input.ndim - len(shape), input.ndim))
+    axes = tuple(range(first, input.ndim))
     # one Function with its backward written out (ops/normalization.py): the same numbers
     # as mean, subtract, square, sqrt and divide, at a fraction of their backward's passes
     return LayerNormFunction.apply(input, weight, bias, axes, float(eps))

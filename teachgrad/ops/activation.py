@@ -22,6 +22,10 @@ def _fused_forward(ctx: Context, name: str, a: Tensor, dim: int):
     return ctx.backend.fused_activation(name, a._array) if dim == a.ndim - 1 else None
 
 
+# Where the loops do not run (small arrays, another dimension, another backend), each
+# backward below is its formula on the backend's arrays: the very primitives its tensor
+# operations would call (the same numbers), without an autograd node for each of them.
+
 def _fused_backward(ctx: Context, name: str, grad: Tensor) -> Tensor | None:
     """The backend's one-pass input gradient of ``name`` from its output, or None."""
     out = ctx.output
@@ -49,7 +53,11 @@ class Softmax(Function):
         if fused is not None:
             return fused, None
         s = ctx.output
-        return s * (grad - (grad * s).sum(dim=ctx.dim, keepdim=True)), None
+        if grad.dtype is not s.dtype:  # (then the tensor operations promote)
+            return s * (grad - (grad * s).sum(dim=ctx.dim, keepdim=True)), None
+        b, g, s = grad._backend, grad._array, s._array
+        dot = b.reduce("sum", b.binary("mul", g, s), (ctx.dim,), True)
+        return Tensor._make(b.binary("mul", s, b.binary("sub", g, dot)), b, grad.device), None
 
 
 class LogSoftmax(Function):
@@ -70,5 +78,10 @@ class LogSoftmax(Function):
         fused = _fused_backward(ctx, "log_softmax", grad)
         if fused is not None:
             return fused, None
-        softmax = ctx.output.exp()
-        return grad - softmax * grad.sum(dim=ctx.dim, keepdim=True), None
+        out = ctx.output
+        if grad.dtype is not out.dtype:  # (then the tensor operations promote)
+            return grad - out.exp() * grad.sum(dim=ctx.dim, keepdim=True), None
+        b, g = grad._backend, grad._array
+        softmax = b.unary("exp", out._array)
+        total = b.reduce("sum", g, (ctx.dim,), True)
+        return Tensor._make(b.binary("sub", g, b.binary("mul", softmax, total)), b, grad.device), None

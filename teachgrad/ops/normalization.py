@@ -12,8 +12,9 @@ normalised output cannot feel either). ``weight`` gets ``Σ grad · x̂`` and ``
 ``Σ grad``, summed over the leading dimensions by the engine, as for any broadcast.
 
 On numpy arrays of one float dtype the passes are compiled loops instead
-(:mod:`teachgrad.backends.layer_norm_loops`: two walks over the rows each way, the
-same formulas, sums in float64); every other backend runs the operations written below.
+(:mod:`teachgrad.backends.layer_norm_loops`: one call forward, which walks each row
+three times while it is in the cache, and two walks over the rows backward; the same
+formulas, sums in float64); every other backend runs the operations written below.
 """
 from __future__ import annotations
 
@@ -51,9 +52,11 @@ class LayerNorm(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
+        if ctx.weight_row is not None:
+            if loops_take(grad._array, ctx.weight_row):
+                return _backward_loops(ctx, grad)
+            _saved_as_tensors(ctx, grad)  # (a gradient the loops do not take: the formula)
         normalized, axes = ctx.normalized, ctx.axes
-        if ctx.weight_row is not None and loops_take(grad._array, ctx.weight_row):
-            return _backward_loops(ctx, grad)
         g = grad if ctx.weight is None else grad * ctx.weight
         dx = None
         if ctx.needs_input_grad[0]:
@@ -71,7 +74,9 @@ def _affine_rows(a, weight: Tensor | None, bias: Tensor | None, axes: tuple[int,
     numpy array normalised over its last dimensions (the only axes ``layer_norm`` passes)."""
     if type(a) is not np.ndarray or axes != tuple(range(a.ndim - len(axes), a.ndim)):
         return None, None
-    n = int(np.prod([a.shape[axis] for axis in axes]))
+    n = 1
+    for size in a.shape[a.ndim - len(axes):]:  # (a plain product: np.prod costs microseconds)
+        n *= size
 
     def row(t: Tensor | None, fill: int):
         if t is None:
@@ -80,46 +85,53 @@ def _affine_rows(a, weight: Tensor | None, bias: Tensor | None, axes: tuple[int,
     return row(weight, 1), row(bias, 0)
 
 
+# The two functions below run the compiled loops. They keep what backward needs as plain
+# arrays of rows on the context (no tensors: nothing but ``_backward_loops`` reads them),
+# and write each result into one new array: this is the whole of the Python around the
+# loops, a few microseconds per call, where the loops themselves take tens of them.
+
 def _forward_loops(ctx: Context, x: Tensor, weight_row, bias_row, eps: float):
     from ..backends import layer_norm_loops as loops
 
-    n = weight_row.shape[0]
-    rows = np.ascontiguousarray(x._array).reshape(-1, n)
+    a = x._array
+    rows = (a if a.flags.c_contiguous else np.ascontiguousarray(a)).reshape(-1, weight_row.shape[0])
     dtype = rows.dtype.type
     mean, inv_std = np.empty(rows.shape[0], rows.dtype), np.empty(rows.shape[0], rows.dtype)
-    loops.row_statistics(rows, dtype(eps), dtype(1), mean, inv_std)
+    # (x̂ in an array of its own even without a backward to keep it for: the loop
+    # vectorises only when its two outputs cannot overlap)
     normalized, out = np.empty_like(rows), np.empty_like(rows)
-    loops.normalize(rows, mean, inv_std, weight_row, bias_row, normalized, out)
-    stats_shape = (*x.shape[:x.ndim - len(ctx.axes)], *(1,) * len(ctx.axes))
-    backend, device = ctx.backend, x.device
-    ctx.normalized = Tensor._make(normalized.reshape(x.shape), backend, device)
-    ctx.inv_std = Tensor._make(inv_std.reshape(stats_shape), backend, device)
-    ctx.weight_row = weight_row
-    return out.reshape(x.shape)
+    loops.normalize_rows(rows, dtype(eps), dtype(1), weight_row, bias_row, mean, inv_std,
+                         normalized, out)
+    ctx.normalized_rows, ctx.inv_std_rows, ctx.weight_row = normalized, inv_std, weight_row
+    return out.reshape(a.shape)
+
+
+def _saved_as_tensors(ctx: Context, grad: Tensor) -> None:
+    """The loops' saved rows as the tensors the formula in ``backward`` reads (x̂ and 1/σ
+    in the input's shape), for a gradient the loops do not take."""
+    shape = grad.shape
+    stats_shape = (*shape[:len(shape) - len(ctx.axes)], *(1,) * len(ctx.axes))
+    ctx.normalized = Tensor._make(ctx.normalized_rows.reshape(shape), ctx.backend, grad.device)
+    ctx.inv_std = Tensor._make(ctx.inv_std_rows.reshape(stats_shape), ctx.backend, grad.device)
 
 
 def _backward_loops(ctx: Context, grad: Tensor):
     from ..backends import layer_norm_loops as loops
 
-    normalized, weight_row = ctx.normalized._array, ctx.weight_row
-    n = weight_row.shape[0]
-    grad_rows = np.ascontiguousarray(grad._array).reshape(-1, n)
-    x_hat = normalized.reshape(-1, n)
-    inv_std = np.ascontiguousarray(ctx.inv_std._array).reshape(-1)
-    sum_g, sum_gx = np.empty(len(grad_rows)), np.empty(len(grad_rows))
-    loops.row_gradient_sums(grad_rows, x_hat, weight_row, sum_g, sum_gx)
-    dtype = normalized.dtype
-    shift, stretch = (sum_g / n).astype(dtype), (sum_gx / n).astype(dtype)
+    x_hat, weight_row, g = ctx.normalized_rows, ctx.weight_row, grad._array
+    grad_rows = (g if g.flags.c_contiguous else np.ascontiguousarray(g)).reshape(x_hat.shape)
+    dtype = x_hat.dtype
+    shift, stretch = np.empty(x_hat.shape[0], dtype), np.empty(x_hat.shape[0], dtype)
+    loops.row_gradient_means(grad_rows, x_hat, weight_row, shift, stretch)
     dx = np.empty_like(grad_rows)
-    sum_weight, sum_bias = np.zeros(n), np.zeros(n)
-    loops.input_gradient(grad_rows, x_hat, weight_row, shift, stretch, inv_std, dx,
-                         sum_weight, sum_bias)
+    affine_sums = np.zeros((2, x_hat.shape[1]))  # weight's and bias's gradients (float64)
+    loops.input_gradient(grad_rows, x_hat, weight_row, shift, stretch, ctx.inv_std_rows, dx,
+                         affine_sums[0], affine_sums[1])
     backend, device = ctx.backend, grad.device
     needs_x, needs_w, needs_b = ctx.needs_input_grad[:3]
-    dx = Tensor._make(dx.reshape(normalized.shape), backend, device) if needs_x else None
-    affine_shape = normalized.shape[normalized.ndim - len(ctx.axes):]
-    dw = (Tensor._make(sum_weight.astype(dtype).reshape(affine_shape), backend, device)
+    affine_shape = g.shape[g.ndim - len(ctx.axes):]
+    dw = (Tensor._make(affine_sums[0].astype(dtype).reshape(affine_shape), backend, device)
           if needs_w else None)
-    db = (Tensor._make(sum_bias.astype(dtype).reshape(affine_shape), backend, device)
+    db = (Tensor._make(affine_sums[1].astype(dtype).reshape(affine_shape), backend, device)
           if needs_b else None)
-    return dx, dw, db, None, None
+    return (Tensor._make(dx.reshape(g.shape), backend, device) if needs_x else None), dw, db, None, None
