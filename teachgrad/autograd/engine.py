@@ -357,19 +357,30 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
     keep_arrays = on_arrays and not records
     # A tool that times each node's backward (the profiler); read once per pass
     watch_node = node_observer
-    # Gradient arrays bound for a leaf that nothing else holds (see _accumulate), by id;
-    # the value keeps the array alive, so its id cannot pass to another array meanwhile.
+    # Gradient arrays in a buffer that nothing else holds, by id (a new array from a
+    # ``fresh_gradients`` node, or a sum the engine made): two gradients for one input are
+    # added into such an array in place, and a leaf keeps it as its .grad uncopied (see
+    # _accumulate). The value keeps the array alive, so its id cannot pass to another
+    # array meanwhile; None marks an array met twice, owned by no one.
     owned: dict[int, Any] = {}
+    # Of those, the ones built from disjoint pieces of one dimension (split's, chunk's):
+    # id -> _Pieces, so the next piece's gradient is added into its slice (see _add_piece)
+    pieces: dict[int, _Pieces] = {}
 
     index = 0
     while heap:
         node = heappop(heap)[2]
         grads = buffers.pop(node)
+        if owned and type(node) is not AccumulateGrad:
+            _disown(grads, owned, pieces)  # (its backward may pass them on: no longer ours)
         if node._pre_hooks:
             grads = _run_pre_hooks(node, _as_tensors(node, grads))
         if type(node) is AccumulateGrad:
             g = grads[0]
-            _accumulate(node.variable, g, bool(owned) and owned.pop(id(g), None) is g)
+            mine = bool(owned) and owned.pop(id(g), None) is g
+            if mine and pieces:
+                pieces.pop(id(g), None)
+            _accumulate(node.variable, g, mine)
             if node.post_hooks:
                 for hook in list(node.post_hooks):  # e.g. DDP: this gradient is ready to send
                     hook(node.variable)
@@ -381,7 +392,11 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
         if watch_node is not None:
             grad_inputs = watch_node(node, grads, _call_backward)
         elif on_arrays and node.on_arrays:
-            grad_inputs = _formula_on_arrays(node, grads, keep_arrays)
+            if pieces and node.function.gradient_block is not None \
+                    and _add_piece(node, grads[0], buffers, owned, pieces):
+                grad_inputs = _SENT_ALREADY  # (added into its input's gradient in place)
+            else:
+                grad_inputs = _formula_on_arrays(node, grads, keep_arrays)
         else:
             grad_inputs = _call_backward(node, grads)
         if not retain_graph:
@@ -405,16 +420,21 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
                     held = buf[nr]
                     if held is None:
                         buf[nr] = g
-                        if type(nxt) is AccumulateGrad and node.function.fresh_gradients \
-                                and g.base is None:
-                            # a new array, for this leaf only (an array met twice: for none)
+                        if node.function.fresh_gradients and g.base is None:
+                            # a new array, for this buffer only (an array met twice: for none)
                             owned[id(g)] = g if id(g) not in owned else None
+                            if node.function.gradient_block is not None:
+                                _first_piece(node, g, pieces)
+                    elif owned.get(id(held)) is held:  # ours alone: the sum goes into it
+                        add(held, g, out=held)
+                        if pieces:
+                            pieces.pop(id(held), None)  # (no longer pieces only)
                     else:  # (numpy gives a 0-d sum as a scalar: asarray keeps an array)
                         if type(held) is not ndarray:  # (a root's own gradient, a tensor)
                             held = held._array
-                        owned.pop(id(held), None)
                         held = add(held, g)
-                        buf[nr] = held if type(held) is ndarray else asarray(held)
+                        held = buf[nr] = held if type(held) is ndarray else asarray(held)
+                        owned[id(held)] = held  # (a new array, this buffer's alone)
                 else:
                     if type(g) is ndarray:  # (an array from a formula run on arrays)
                         g = function.Tensor._make(g, node.ctx.backend, meta[2])
@@ -434,6 +454,73 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
         yield BackwardStep(index, node, tuple(grads), tuple(grad_inputs), tuple(accumulated),
                            rule=node.rule, pending=len(heap)) if records else None
         index += 1
+
+
+_SENT_ALREADY = (None, None)  # what an Index node "sends" once _add_piece has added it
+
+
+class _Pieces:
+    """An owned gradient array built from pieces along one dimension: ``dim``, the
+    ``(start, stop)`` of each piece added so far, and the first piece's index until
+    that piece has been through ``+ 0.0`` (see :func:`_add_piece`)."""
+
+    __slots__ = ("array", "dim", "spans", "first")
+
+    def __init__(self, array: Any, dim: int, span: tuple, first: Any) -> None:
+        self.array, self.dim, self.spans, self.first = array, dim, [span], first
+
+
+def _first_piece(node: Node, g: Any, pieces: dict) -> None:
+    """Note that the new array ``g`` (owned) is the first piece's gradient: zeros but for
+    one block of positions, which ``node`` (an ``Index`` view such as a split piece) read."""
+    block = node.function.gradient_block(node.ctx)
+    if block is not None:
+        pieces[id(g)] = _Pieces(g, block[0], block[1:], node.ctx.index)
+
+
+def _add_piece(node: Node, g: Any, buffers: dict, owned: dict, pieces: dict) -> bool:
+    """Add the gradient ``g`` of a view that reads one block of its input (``node``: a split
+    piece) into the slice of the input's gradient array it belongs to, in place, when that
+    array is the engine's alone and built from pieces that do not overlap this one (the
+    other pieces of the split). True when done. Else the view's backward runs as usual: a
+    zero array the input's size with ``g`` in its block, then added to the rest.
+
+    The same bits as that usual way: there every element of the input's gradient is
+    ``0.0 + piece`` or ``piece + 0.0``, which turns -0.0 into 0.0 and changes nothing
+    else. Here a piece's block held zeros, so ``block += g`` computes ``0.0 + g``; and
+    the first piece, which its backward wrote as it came, goes through ``+ 0.0`` once.
+    """
+    nxt, nr = node.next_functions[0]
+    buf = buffers.get(nxt)
+    if buf is None or nxt._pre_hooks:
+        return False
+    held = buf[nr]
+    known = pieces.get(id(held))
+    if known is None or known.array is not held or owned.get(id(held)) is not held:
+        return False
+    block = node.function.gradient_block(node.ctx)
+    if block is None or block[0] != known.dim or any(
+            start < block[2] and block[1] < stop for start, stop in known.spans):
+        return False  # another dimension, or overlapping pieces: the usual way
+    if type(g) is not ndarray:  # (a tensor: the node had hooks)
+        g = g._array
+    if g.dtype != held.dtype:
+        return False
+    if known.first is not None:  # the first piece's block, as the usual sum leaves it
+        first = held[known.first]
+        add(first, 0.0, out=first)
+        known.first = None
+    target = held[node.ctx.index]
+    add(target, g, out=target)
+    known.spans.append(block[1:])
+    return True
+
+
+def _disown(grads: list, owned: dict, pieces: dict) -> None:
+    """A node is about to run on ``grads``: none of them is the engine's alone any more."""
+    for g in grads:
+        if g is not None and owned.pop(id(g), None) is not None and pieces:
+            pieces.pop(id(g), None)
 
 
 @on_tensors_device
