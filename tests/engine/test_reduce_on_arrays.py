@@ -39,3 +39,16 @@ def test_a_leaf_summed_alone_gets_its_own_gradient_array():
     grad = x.grad._array
     assert grad.flags.writeable and grad.flags.c_contiguous and grad.strides == (12, 4)
     np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 1 + 1 / 6, dtype=np.float32))
+
+
+@pytest.mark.parametrize("shape", [(), (4,), (2, 3), (0, 3), (2, 1, 5)])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int64])
+def test_a_scalars_broadcast_view_is_numpys(shape, dtype):
+    from teachgrad.backends.numpy_backend import NumpyBackend
+    x = np.array(-2.5).astype(dtype)
+    got, want = NumpyBackend().broadcast_to(x, shape), np.broadcast_to(x, shape)
+    assert type(got) is np.ndarray and got.shape == want.shape and got.dtype == want.dtype
+    assert got.strides == want.strides and not got.flags.writeable
+    np.testing.assert_array_equal(got, want)
+    x[()] = 7  # a view of x, as numpy's is
+    np.testing.assert_array_equal(got, np.broadcast_to(x, shape))
