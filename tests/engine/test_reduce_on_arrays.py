@@ -52,3 +52,11 @@ def test_a_scalars_broadcast_view_is_numpys(shape, dtype):
     np.testing.assert_array_equal(got, want)
     x[()] = 7  # a view of x, as numpy's is
     np.testing.assert_array_equal(got, np.broadcast_to(x, shape))
+
+
+def test_a_numpy_scalars_broadcast_view_is_numpys():
+    from teachgrad.backends.numpy_backend import NumpyBackend
+    x = np.float32(-1.5)  # (what a 0-d array divided by a number gives)
+    got, want = NumpyBackend().broadcast_to(x, (2, 3)), np.broadcast_to(x, (2, 3))
+    assert got.dtype == want.dtype and got.strides == want.strides and not got.flags.writeable
+    np.testing.assert_array_equal(got, want)
