@@ -235,3 +235,37 @@ def test_the_gpt_attention_split_uses_it(pieces_added):
     idx = tg.tensor(np.random.default_rng(0).integers(0, 11, (2, 8)))
     model.loss(idx, idx).backward()
     assert pieces_added[0] == 2  # one layer: k and q added into v's array
+
+
+def test_a_new_array_sent_along_two_edges_is_summed_into_by_neither():
+    class SharedGradient(tg.autograd.Function):  # one new array for both inputs
+        formula_on_arrays = True
+        fresh_gradients = True
+
+        @staticmethod
+        def forward(ctx, a, b):
+            return ctx.backend.binary("add", a._array, b._array)
+
+        @staticmethod
+        def backward(ctx, grad):
+            shared = grad * 1.0
+            return shared, shared
+
+    a = tg.tensor(np.ones(3), requires_grad=True)
+    b = tg.tensor(np.ones(3), requires_grad=True)
+    others = (a * 2.0).sum() + (b * 3.0).sum()  # (made first: their backward runs last)
+    (others + SharedGradient.apply(a, b).sum()).backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.full(3, 3.0))
+    np.testing.assert_array_equal(b.grad.numpy(), np.full(3, 4.0))
+    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    assert a.grad._array is not b.grad._array
+
+
+def test_an_array_passed_on_by_a_node_is_no_longer_the_engines_alone():
+    a = tg.tensor(np.ones((2, 3)), requires_grad=True)
+    b = tg.tensor(np.ones((2, 3)), requires_grad=True)
+    others = (a * 2.0).sum() + (b * 3.0).sum()  # (made first: their gradients come last)
+    z = a + b  # add's backward passes linear's new gradient array on to a and b alike
+    (others + F.linear(z, tg.tensor(np.eye(3) * 5.0)).sum()).backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.full((2, 3), 7.0))
+    np.testing.assert_array_equal(b.grad.numpy(), np.full((2, 3), 8.0))
