@@ -80,6 +80,7 @@ def test_the_gradient_of_the_pieces_is_theirs_in_place_with_zeros_signed_as_befo
     # 0.0 + (-0.0) does in the usual sum, and a dimension's blocks may come in any order
     a = tg.tensor(np.ones((2, 6)), requires_grad=True)
     upstream = _awkward((2, 6), 4)
+    upstream[0] = -0.0  # (-0.0 in every piece, the first to arrive too)
     p1, p2, p3 = a.split([1, 2, 3], dim=1)
     total = (p3 * tg.tensor(upstream[:, 3:])).sum() + (p1 * tg.tensor(upstream[:, :1])).sum() \
         + (p2 * tg.tensor(upstream[:, 1:3])).sum()
