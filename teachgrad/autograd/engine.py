@@ -26,6 +26,7 @@ from ..backends import get_backend
 from ..cuda_devices import current_index, on_tensors_device, using
 from . import function, grad_mode, parts
 from .function import FREED_GRAPH_MESSAGE, AccumulateGrad, Node
+from .pieces import SENT_ALREADY, Pieces, add_piece, disown, first_piece
 
 if TYPE_CHECKING:  # pragma: no cover
     # the class tensor.py hands to autograd.function (tensor.py is built on this module)
@@ -364,15 +365,15 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
     # array meanwhile; None marks an array met twice, owned by no one.
     owned: dict[int, Any] = {}
     # Of those, the ones built from disjoint pieces of one dimension (split's, chunk's):
-    # id -> _Pieces, so the next piece's gradient is added into its slice (see _add_piece)
-    pieces: dict[int, _Pieces] = {}
+    # id -> Pieces, so the next piece's gradient is added into its slice (see autograd/pieces.py)
+    pieces: dict[int, Pieces] = {}
 
     index = 0
     while heap:
         node = heappop(heap)[2]
         grads = buffers.pop(node)
         if owned and type(node) is not AccumulateGrad:
-            _disown(grads, owned, pieces)  # (its backward may pass them on: no longer ours)
+            disown(grads, owned, pieces)  # (its backward may pass them on: no longer ours)
         if node._pre_hooks:
             grads = _run_pre_hooks(node, _as_tensors(node, grads))
         if type(node) is AccumulateGrad:
@@ -393,8 +394,8 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
             grad_inputs = watch_node(node, grads, _call_backward)
         elif on_arrays and node.on_arrays:
             if pieces and node.function.gradient_block is not None \
-                    and _add_piece(node, grads[0], buffers, owned, pieces):
-                grad_inputs = _SENT_ALREADY  # (added into its input's gradient in place)
+                    and add_piece(node, grads[0], buffers, owned, pieces):
+                grad_inputs = SENT_ALREADY  # (added into its input's gradient in place)
             else:
                 grad_inputs = _formula_on_arrays(node, grads, keep_arrays)
         else:
@@ -424,7 +425,7 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
                             # a new array, for this buffer only (an array met twice: for none)
                             owned[id(g)] = g if id(g) not in owned else None
                             if node.function.gradient_block is not None:
-                                _first_piece(node, g, pieces)
+                                first_piece(node, g, pieces)
                     elif owned.get(id(held)) is held:  # ours alone: the sum goes into it
                         add(held, g, out=held)
                         if pieces:
@@ -454,73 +455,6 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
         yield BackwardStep(index, node, tuple(grads), tuple(grad_inputs), tuple(accumulated),
                            rule=node.rule, pending=len(heap)) if records else None
         index += 1
-
-
-_SENT_ALREADY = (None, None)  # what an Index node "sends" once _add_piece has added it
-
-
-class _Pieces:
-    """An owned gradient array built from pieces along one dimension: ``dim``, the
-    ``(start, stop)`` of each piece added so far, and the first piece's index until
-    that piece has been through ``+ 0.0`` (see :func:`_add_piece`)."""
-
-    __slots__ = ("array", "dim", "spans", "first")
-
-    def __init__(self, array: Any, dim: int, span: tuple, first: Any) -> None:
-        self.array, self.dim, self.spans, self.first = array, dim, [span], first
-
-
-def _first_piece(node: Node, g: Any, pieces: dict) -> None:
-    """Note that the new array ``g`` (owned) is the first piece's gradient: zeros but for
-    one block of positions, which ``node`` (an ``Index`` view such as a split piece) read."""
-    block = node.function.gradient_block(node.ctx)
-    if block is not None:
-        pieces[id(g)] = _Pieces(g, block[0], block[1:], node.ctx.index)
-
-
-def _add_piece(node: Node, g: Any, buffers: dict, owned: dict, pieces: dict) -> bool:
-    """Add the gradient ``g`` of a view that reads one block of its input (``node``: a split
-    piece) into the slice of the input's gradient array it belongs to, in place, when that
-    array is the engine's alone and built from pieces that do not overlap this one (the
-    other pieces of the split). True when done. Else the view's backward runs as usual: a
-    zero array the input's size with ``g`` in its block, then added to the rest.
-
-    The same bits as that usual way: there every element of the input's gradient is
-    ``0.0 + piece`` or ``piece + 0.0``, which turns -0.0 into 0.0 and changes nothing
-    else. Here a piece's block held zeros, so ``block += g`` computes ``0.0 + g``; and
-    the first piece, which its backward wrote as it came, goes through ``+ 0.0`` once.
-    """
-    nxt, nr = node.next_functions[0]
-    buf = buffers.get(nxt)
-    if buf is None or nxt._pre_hooks:
-        return False
-    held = buf[nr]
-    known = pieces.get(id(held))
-    if known is None or known.array is not held or owned.get(id(held)) is not held:
-        return False
-    block = node.function.gradient_block(node.ctx)
-    if block is None or block[0] != known.dim or any(
-            start < block[2] and block[1] < stop for start, stop in known.spans):
-        return False  # another dimension, or overlapping pieces: the usual way
-    if type(g) is not ndarray:  # (a tensor: the node had hooks)
-        g = g._array
-    if g.dtype != held.dtype:
-        return False
-    if known.first is not None:  # the first piece's block, as the usual sum leaves it
-        first = held[known.first]
-        add(first, 0.0, out=first)
-        known.first = None
-    target = held[node.ctx.index]
-    add(target, g, out=target)
-    known.spans.append(block[1:])
-    return True
-
-
-def _disown(grads: list, owned: dict, pieces: dict) -> None:
-    """A node is about to run on ``grads``: none of them is the engine's alone any more."""
-    for g in grads:
-        if g is not None and owned.pop(id(g), None) is not None and pieces:
-            pieces.pop(id(g), None)
 
 
 @on_tensors_device

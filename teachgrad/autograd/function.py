@@ -326,7 +326,7 @@ class Function(metaclass=_FunctionMeta):
     #: method ``(ctx) -> (dim, start, stop)`` naming the positions ``start:stop`` along
     #: ``dim`` (all of every other dimension), or None when it reads anything else. The
     #: engine then adds the pieces' gradients into one array, each into its own block,
-    #: instead of one zero-filled array per piece added up (``engine._add_piece``).
+    #: instead of one zero-filled array per piece added up (``autograd/pieces.py``).
     gradient_block: Callable[[Context], tuple | None] | None = None
     #: False for a Function whose float32 result from 16-bit inputs is meant (a cast):
     #: any other rounds its floating-point result to its inputs' 16-bit dtype, once.

@@ -3,7 +3,7 @@
 Each piece is an ``Index`` view. Its backward alone would make a zero array the size
 of the whole input, write the piece's gradient into its block, and the engine would add
 those arrays up. When the engine holds the input's gradient array alone, it adds each
-further piece into its block of that array instead (``engine._add_piece``). These tests
+further piece into its block of that array instead (``engine.add_piece``). These tests
 hold it to the same bits as the usual way, check that it ran, and that it steps aside
 wherever the array could be seen or shared: hooks, step records, retained graphs,
 ``tg.autograd.grad``, overlapping views, a learner's own backward.
@@ -23,21 +23,21 @@ pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:Runtim
 
 @pytest.fixture
 def pieces_added(monkeypatch):
-    """How many piece gradients ``_add_piece`` added in place (a list of one count)."""
+    """How many piece gradients ``add_piece`` added in place (a list of one count)."""
     count = [0]
-    original = engine._add_piece
+    original = engine.add_piece
 
     def counting(*args):
         done = original(*args)
         count[0] += done
         return done
-    monkeypatch.setattr(engine, "_add_piece", counting)
+    monkeypatch.setattr(engine, "add_piece", counting)
     return count
 
 
 def _usual_way(monkeypatch):
     """Turn the shortcut off: every piece's backward runs as written."""
-    monkeypatch.setattr(engine, "_add_piece", lambda *args: False)
+    monkeypatch.setattr(engine, "add_piece", lambda *args: False)
 
 
 def _awkward(shape, seed, dtype=np.float64):
