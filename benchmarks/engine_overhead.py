@@ -2,6 +2,7 @@
 
     python benchmarks/engine_overhead.py            # sizes 1, 10, 100, 1000
     python benchmarks/engine_overhead.py --quick    # fewer repeats
+    python benchmarks/engine_overhead.py --clock cpu   # the thread's CPU time (crowded machine)
 
 On tiny tensors the arithmetic is nearly free, so the time is what the
 framework itself costs: argument checks, making tensors, recording the graph,
@@ -28,7 +29,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from common import (  # (first: it sets one thread per library before numpy loads)
-    compare, header, import_torch, parse_arguments, print_table, save, table_columns, table_row,
+    add_clock_option, compare, header, import_torch, parse_arguments, print_table, save,
+    table_columns, table_row,
 )
 
 import numpy as np  # noqa: E402  (after common, which sets the thread variables)
@@ -88,6 +90,7 @@ def per_op(rows: dict[str, dict], chain: str, lib: str) -> float:
 def main(argv: list[str] | None = None) -> dict:
     def sizes_option(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--sizes", nargs="+", type=int, default=list(SIZES))
+        add_clock_option(parser)
 
     args = parse_arguments(__doc__, argv, loops=100, repeats=25, quick=(30, 7),
                            out="engine_overhead.json", extra=sizes_option)
@@ -96,7 +99,8 @@ def main(argv: list[str] | None = None) -> dict:
     results = []
     for size in args.sizes:
         rows = {chain: compare(lambda lib: work_for(lib, chain, size), torch, loops=args.loops,
-                               repeats=args.repeats, scale=1e6, unit="us", target=TARGET)
+                               repeats=args.repeats, scale=1e6, unit="us", target=TARGET,
+                               clock=args.clock)
                 for chain in CHAINS}
         for chain, row in rows.items():
             row["bar_met"] = None if row["ratio_median"] is None else row["ratio_median"] <= BAR
@@ -112,8 +116,8 @@ def main(argv: list[str] | None = None) -> dict:
     for entry in results:
         for chain in CHAINS:
             table.append([entry["elements"], chain, *table_row(entry[chain], "us")])
-    print_table("microseconds per run of each chain, forward + backward (median of the "
-                "timings; min in the last three columns)",
+    print_table(f"microseconds of {args.clock} time per run of each chain, forward + "
+                "backward (median of the timings; min in the last three columns)",
                 ["elements", "chain", *table_columns(TARGET)], table)
     if torch is not None:
         print_table("fixed cost (x.sum().backward()) and per-operation cost beyond it, "
@@ -128,7 +132,8 @@ def main(argv: list[str] | None = None) -> dict:
     result = {"benchmark": "engine_overhead", "header": run_header,
               "chains": {name: {"code": code, "operations": ops}
                          for name, (_, ops, _, code) in CHAINS.items()},
-              "loops": args.loops, "repeats": args.repeats, "target_ratio": TARGET,
+              "loops": args.loops, "repeats": args.repeats, "clock": args.clock,
+              "target_ratio": TARGET,
               "bar_ratio": BAR, "results": results}
     save(result, Path(args.out))
     return result

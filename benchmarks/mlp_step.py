@@ -2,6 +2,7 @@
 
     python benchmarks/mlp_step.py
     python benchmarks/mlp_step.py --quick
+    python benchmarks/mlp_step.py --clock cpu   # the thread's CPU time (crowded machine)
 
 The step is what a training loop repeats: zero the grads, forward, cross-entropy
 loss, backward, Adam update. Both libraries start from the same weights and
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from common import (  # (first: it sets one thread per library before numpy loads)
-    compare, header, import_torch, parse_arguments, print_table, save, table_columns, table_row,
+    add_clock_option, compare, header, import_torch, parse_arguments, print_table, save,
+    table_columns, table_row,
 )
 
 import numpy as np  # noqa: E402
@@ -66,20 +68,23 @@ def step_for(lib: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    args = parse_arguments(__doc__, argv, loops=5, repeats=25, quick=(3, 7), out="mlp_step.json")
+    args = parse_arguments(__doc__, argv, loops=5, repeats=25, quick=(3, 7), out="mlp_step.json",
+                           extra=add_clock_option)
     torch = import_torch()
     run_header = header(torch)  # (before the timings: it records the load at the start)
     row = compare(step_for, torch, loops=args.loops, repeats=args.repeats, scale=1e3, unit="ms",
-                  target=TARGET)
+                  target=TARGET, clock=args.clock)
     print_table(
         f"one Adam training step, MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, milliseconds "
+        f"of {args.clock} time "
         "(median of the timings; min in the last three columns)",
         table_columns(TARGET),
         [table_row(row, "ms")],
     )
     result = {"benchmark": "mlp_step", "header": run_header, "layers": list(SIZES),
               "batch": BATCH, "step": "zero_grad, forward, CrossEntropyLoss, backward, Adam(lr=1e-3).step",
-              "loops": args.loops, "repeats": args.repeats, "target_ratio": TARGET, "result": row}
+              "loops": args.loops, "repeats": args.repeats, "clock": args.clock,
+              "target_ratio": TARGET, "result": row}
     save(result, Path(args.out))
     return result
 

@@ -151,9 +151,31 @@ class InPlaceMethods:
     def zero_(self) -> "Tensor":
         return self.fill_(0)
 
-    @on_tensors_device
     def _inplace_binary(self, op: str, other: Any) -> "Tensor":
         """``self = self op other``, written straight into this tensor's storage."""
+        # The commonest case (an optimizer's ``mul_(β)``, ``add_(eps)``, ``add_(update)``):
+        # a float tensor on the cpu, a Python number or a tensor of its own dtype, shape and
+        # device, nothing recorded. The checks below could then change nothing: one call.
+        if self.device.index is None and self.dtype.is_floating_point \
+                and not (grad_mode._enabled and self.requires_grad):
+            kind = type(other)
+            if kind is float or kind is int:
+                operand = float(other)
+            elif (isinstance(other, function.Tensor) and other.dtype is self.dtype
+                  and other.device is self.device and other._array.shape == self._array.shape
+                  and not (grad_mode._enabled and other.requires_grad)):
+                operand = other._array
+            else:
+                return self._inplace_binary_checked(op, other)
+            self._check_writable()
+            self._backend.binary_inplace(op, self._array, operand)
+            self._bump_version()
+            return self
+        return self._inplace_binary_checked(op, other)
+
+    @on_tensors_device
+    def _inplace_binary_checked(self, op: str, other: Any) -> "Tensor":
+        """``_inplace_binary`` for any operands: every check, promotion and the device guard."""
         if self._records(other):
             return self._record_inplace(lambda old: getattr(F, op)(old, other))
         a, b = prepare_binary(self, other, op, float_result=op == "div")  # checks operands

@@ -26,6 +26,7 @@ from ..backends import get_backend
 from ..cuda_devices import current_index, on_tensors_device, using
 from . import function, grad_mode, parts
 from .function import FREED_GRAPH_MESSAGE, AccumulateGrad, Node
+from .pieces import SENT_ALREADY, Pieces, add_piece, disown, first_piece
 
 if TYPE_CHECKING:  # pragma: no cover
     # the class tensor.py hands to autograd.function (tensor.py is built on this module)
@@ -357,19 +358,30 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
     keep_arrays = on_arrays and not records
     # A tool that times each node's backward (the profiler); read once per pass
     watch_node = node_observer
-    # Gradient arrays bound for a leaf that nothing else holds (see _accumulate), by id;
-    # the value keeps the array alive, so its id cannot pass to another array meanwhile.
+    # Gradient arrays in a buffer that nothing else holds, by id (a new array from a
+    # ``fresh_gradients`` node, or a sum the engine made): two gradients for one input are
+    # added into such an array in place, and a leaf keeps it as its .grad uncopied (see
+    # _accumulate). The value keeps the array alive, so its id cannot pass to another
+    # array meanwhile; None marks an array met twice, owned by no one.
     owned: dict[int, Any] = {}
+    # Of those, the ones built from disjoint pieces of one dimension (split's, chunk's):
+    # id -> Pieces, so the next piece's gradient is added into its slice (see autograd/pieces.py)
+    pieces: dict[int, Pieces] = {}
 
     index = 0
     while heap:
         node = heappop(heap)[2]
         grads = buffers.pop(node)
+        if owned and type(node) is not AccumulateGrad:
+            disown(grads, owned, pieces)  # (its backward may pass them on: no longer ours)
         if node._pre_hooks:
             grads = _run_pre_hooks(node, _as_tensors(node, grads))
         if type(node) is AccumulateGrad:
             g = grads[0]
-            _accumulate(node.variable, g, bool(owned) and owned.pop(id(g), None) is g)
+            mine = bool(owned) and owned.pop(id(g), None) is g
+            if mine and pieces:
+                pieces.pop(id(g), None)
+            _accumulate(node.variable, g, mine)
             if node.post_hooks:
                 for hook in list(node.post_hooks):  # e.g. DDP: this gradient is ready to send
                     hook(node.variable)
@@ -381,7 +393,11 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
         if watch_node is not None:
             grad_inputs = watch_node(node, grads, _call_backward)
         elif on_arrays and node.on_arrays:
-            grad_inputs = _formula_on_arrays(node, grads, keep_arrays)
+            if pieces and node.function.gradient_block is not None \
+                    and add_piece(node, grads[0], buffers, owned, pieces):
+                grad_inputs = SENT_ALREADY  # (added into its input's gradient in place)
+            else:
+                grad_inputs = _formula_on_arrays(node, grads, keep_arrays)
         else:
             grad_inputs = _call_backward(node, grads)
         if not retain_graph:
@@ -405,16 +421,21 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
                     held = buf[nr]
                     if held is None:
                         buf[nr] = g
-                        if type(nxt) is AccumulateGrad and node.function.fresh_gradients \
-                                and g.base is None:
-                            # a new array, for this leaf only (an array met twice: for none)
+                        if node.function.fresh_gradients and g.base is None:
+                            # a new array, for this buffer only (an array met twice: for none)
                             owned[id(g)] = g if id(g) not in owned else None
+                            if node.function.gradient_block is not None:
+                                first_piece(node, g, pieces)
+                    elif owned.get(id(held)) is held:  # ours alone: the sum goes into it
+                        add(held, g, out=held)
+                        if pieces:
+                            pieces.pop(id(held), None)  # (no longer pieces only)
                     else:  # (numpy gives a 0-d sum as a scalar: asarray keeps an array)
                         if type(held) is not ndarray:  # (a root's own gradient, a tensor)
                             held = held._array
-                        owned.pop(id(held), None)
                         held = add(held, g)
-                        buf[nr] = held if type(held) is ndarray else asarray(held)
+                        held = buf[nr] = held if type(held) is ndarray else asarray(held)
+                        owned[id(held)] = held  # (a new array, this buffer's alone)
                 else:
                     if type(g) is ndarray:  # (an array from a formula run on arrays)
                         g = function.Tensor._make(g, node.ctx.backend, meta[2])

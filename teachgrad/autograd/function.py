@@ -322,6 +322,12 @@ class Function(metaclass=_FunctionMeta):
     #: without the copy the engine otherwise makes (PyTorch's AccumulateGrad takes such a
     #: gradient over, too).
     fresh_gradients: bool = False
+    #: For a view that reads one block of its first input (a piece of ``split``): a static
+    #: method ``(ctx) -> (dim, start, stop)`` naming the positions ``start:stop`` along
+    #: ``dim`` (all of every other dimension), or None when it reads anything else. The
+    #: engine then adds the pieces' gradients into one array, each into its own block,
+    #: instead of one zero-filled array per piece added up (``autograd/pieces.py``).
+    gradient_block: Callable[[Context], tuple | None] | None = None
     #: False for a Function whose float32 result from 16-bit inputs is meant (a cast):
     #: any other rounds its floating-point result to its inputs' 16-bit dtype, once.
     rounds_low_precision: bool = True

@@ -194,14 +194,25 @@ def _backward_part(name: str) -> Part | None:
         return None
     own = cls.__dict__.get("backward")  # (None: inherited from a parent Function)
     original = own if own is not None else staticmethod(cls.backward)
+    # the engine's shortcuts that trust the built-in formula (its gradients are new arrays;
+    # a split piece's gradient goes into its block): off while the learner's runs instead
+    trusted = {name: cls.__dict__[name] for name in ("fresh_gradients", "gradient_block")
+               if name in cls.__dict__}
 
     def install(fn: Callable | None) -> None:
         if fn is not None:
             cls.backward = staticmethod(_learners_backward(part))
-        elif own is not None:
+            cls.fresh_gradients, cls.gradient_block = False, None
+            return
+        if own is not None:
             cls.backward = own
         else:
             del cls.backward  # the parent's again
+        for name in ("fresh_gradients", "gradient_block"):
+            if name in trusted:
+                setattr(cls, name, trusted[name])
+            elif name in cls.__dict__:
+                delattr(cls, name)  # (inherited again)
 
     part = declare(name, receives=f"(ctx, grad) as {op}.backward does: ctx.saved_tensors "
                                   "and the other ctx fields its forward stored",

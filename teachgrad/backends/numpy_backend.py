@@ -320,6 +320,13 @@ class NumpyBackend(Backend):
         return x.transpose(axes)
 
     def broadcast_to(self, x, shape):
+        if (type(x) is np.ndarray and x.ndim == 0) or isinstance(x, np.generic):
+            # (a loss's gradient, spread by sum's backward; mean's divides it into a scalar)
+            # the same read-only view np.broadcast_to makes (every stride 0), without its
+            # general checks: 0.7 µs instead of 4.5, paid by every backward from a scalar
+            view = np.ndarray(shape, x.dtype, x, 0, (0,) * len(shape))
+            view.flags.writeable = False
+            return view
         return np.broadcast_to(x, shape)
 
     def is_contiguous(self, x):

@@ -153,6 +153,24 @@ class Index(Function):
                                      grad._array if on_tensor else grad)
         return (Tensor._make(full, ctx.backend, grad.device) if on_tensor else full), None
 
+    @staticmethod
+    def gradient_block(ctx: Context) -> tuple | None:
+        """``(dim, start, stop)`` when the index is slices that keep every position but
+        ``start:stop`` (step 1) along one dimension ``dim`` (``split``'s and ``chunk``'s
+        pieces), else None (see ``Function.gradient_block``)."""
+        block = None
+        for dim, item in enumerate(ctx.index):
+            if type(item) is not slice:
+                return None  # (an int, None, ..., an index array)
+            start, stop, step = item.indices(ctx.shape[dim])
+            if step != 1:
+                return None
+            if start != 0 or stop != ctx.shape[dim]:
+                if block is not None or stop <= start:
+                    return None  # (a block in two dimensions, or an empty one)
+                block = (dim, start, stop)
+        return block
+
 
 @on_tensors_device
 def getitem(t: Tensor, index: Any) -> Tensor:

@@ -16,6 +16,8 @@ def _spread(grad: Tensor, ctx: Context) -> Tensor:
     """Give every reduced element the gradient of the value it went into."""
     if not ctx.keepdim and ctx.axes is not None:  # (a full reduction's 0-d grad expands as is)
         grad = grad.reshape(_kept_shape(ctx.shape, ctx.axes))
+    if type(grad) is not Tensor:  # (its numpy array, when the engine runs this on arrays)
+        return ctx.backend.broadcast_to(grad, ctx.shape)  # (the view expand makes)
     return grad.expand(ctx.shape)
 
 
@@ -28,6 +30,7 @@ def kept_output(ctx: Context) -> Tensor:
 
 class Sum(Function):
     rule = "∂(Σᵢ aᵢ)/∂aᵢ = 1: each summed element gets the whole gradient"
+    formula_on_arrays = True  # (.reshape, and the expand's view made by the backend)
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, axes: tuple | None, keepdim: bool):
@@ -41,6 +44,7 @@ class Sum(Function):
 
 class Mean(Function):
     rule = "∂(Σᵢ aᵢ / n)/∂aᵢ = 1/n"
+    formula_on_arrays = True  # (as Sum's; n divides as a float on tensors and arrays alike)
 
     @staticmethod
     def forward(ctx: Context, a: Tensor, axes: tuple | None, keepdim: bool):
@@ -55,7 +59,7 @@ class Mean(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
-        return _spread(grad / ctx.n, ctx), None, None
+        return _spread(grad / float(ctx.n), ctx), None, None
 
 
 class Amax(Function):

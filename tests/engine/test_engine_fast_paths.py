@@ -252,7 +252,8 @@ def test_formulas_on_arrays_pass_a_float64_gradcheck():
 def test_which_nodes_run_their_formula_on_arrays():
     x = tg.randn(3, requires_grad=True)
     assert (x * 2).grad_fn.on_arrays and (x * x).tanh().grad_fn.on_arrays
-    assert not x.sum().grad_fn.on_arrays  # its formula uses tensor methods (expand)
+    assert x.sum().grad_fn.on_arrays and x.mean().grad_fn.on_arrays  # (expand: the backend's view)
+    assert not x.max().grad_fn.on_arrays  # its formula uses tensor methods
     # inputs of two dtypes: numpy would promote where tensors do not, so tensors it is
     assert not Mul.apply(x, tg.ones(3, dtype=tg.float64)).grad_fn.on_arrays
     set_cpu_backend("numba", wait=True)  # numpy arrays too, but its arithmetic is its own loops
