@@ -144,6 +144,13 @@ def expand(a: Tensor, *shape: Any) -> Tensor:
         )
     current = tuple(a.shape)
     lead = len(shape) - len(current)
+    for i in range(lead - 1, -1, -1):  # new leading dimensions: no size to keep (-1)
+        if shape[i] == -1:
+            raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a "
+                               f"leading, non-existing dimension {i}")
+        if shape[i] < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {shape[i]}: "
+                               f"{list(shape)}")
     full = tuple(current[i - lead] if s == -1 else s for i, s in enumerate(shape))
     for i, n in enumerate(current):
         if n != 1 and n != full[lead + i]:

@@ -69,6 +69,16 @@ def test_reshape_expand_cat_stack_permute_messages():
                "non-singleton dimension 0")
     with raises(RuntimeError, message):
         t.expand(3, 3)
+    # a new leading dimension has no size to keep: -1 there is refused (PyTorch's message),
+    # also for a 0-d tensor, and not read from the far end of the shape
+    for x, sizes, dim in ((tg.ones(3), (-1, 3), 0), (tg.tensor(1.0), (-1,), 0),
+                          (tg.ones(3), (-1, -1, 3), 1)):
+        with raises(RuntimeError, "The expanded size of the tensor (-1) isn't allowed in a "
+                                  f"leading, non-existing dimension {dim}"):
+            x.expand(*sizes)
+    with raises(RuntimeError, "Trying to create tensor with negative dimension -2: [-2, 3]"):
+        tg.ones(3).expand(-2, 3)
+    assert tg.ones(3).expand(2, -1).shape == (2, 3)
     message = ("cat(): sizes of tensors must match except in dimension 0: tensor 0 has shape [2, 3] "
                "but tensor 1 has shape [2, 2]")
     with raises(RuntimeError, message):
