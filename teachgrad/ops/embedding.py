@@ -46,10 +46,6 @@ class EmbeddingLookup(Function):
         check_rows(ctx.backend, indices._array, int(weight.shape[0]))
         ctx.shape, ctx.dtype = tuple(weight.shape), weight.dtype.numpy
         ctx.index, ctx.padding_idx = (indices._array,), padding_idx
-        if type(weight._array) is np.ndarray and type(indices._array) is np.ndarray:
-            # numpy's take copies the same rows as indexing does, with less work per
-            # call (indexing first works out what kind of index it was given)
-            return np.take(weight._array, indices._array, axis=0)
         return ctx.backend.getitem(weight._array, ctx.index)
 
     @staticmethod
