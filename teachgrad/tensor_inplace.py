@@ -161,8 +161,7 @@ class InPlaceMethods:
             kind = type(other)
             if kind is float or kind is int:
                 operand = float(other)
-            elif (isinstance(other, function.Tensor) and other.dtype is self.dtype
-                  and other.device is self.device and other._array.shape == self._array.shape
+            elif (isinstance(other, function.Tensor) and self._alike(other)
                   and not (grad_mode._enabled and other.requires_grad)):
                 operand = other._array
             else:
@@ -260,16 +259,22 @@ class InPlaceMethods:
         dtype, shape and device. True when it ran."""
         if grad_mode._enabled and (self.requires_grad or any(t.requires_grad for t in others)):
             return False
-        dtype, shape, device = self.dtype, self._array.shape, self.device
-        if not dtype.is_floating_point:
+        if not self.dtype.is_floating_point:
             return False
         for t in others:
-            if t.dtype is not dtype or t.device is not device or t._array.shape != shape:
-                return False  # (a device equal but not the same object: the general path)
+            if not self._alike(t):
+                return False
         self._check_writable()
-        update(self._array, *[t._array for t in others], number_in_dtype(number, dtype))
+        update(self._array, *[t._array for t in others], number_in_dtype(number, self.dtype))
         self._bump_version()
         return True
+
+    def _alike(self, t: "Tensor") -> bool:
+        """Whether ``t`` has this tensor's dtype, device and shape, so that one backend call
+        can take both arrays as they are (a device equal but not the same object: no, the
+        general path compares it)."""
+        return (t.dtype is self.dtype and t.device is self.device
+                and t._array.shape == self._array.shape)
 
     def _add_scaled(self, new: "Tensor", value: float) -> "Tensor":
         """``self += value * new``, where ``new`` is a fresh tensor nobody else holds (so
