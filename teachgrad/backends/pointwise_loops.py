@@ -1,4 +1,4 @@
-"""One pass over memory for ``lerp_``, ``addcmul_`` and ``addcdiv_`` on large CPU arrays,
+"""One pass over memory for ``lerp_``, ``addcmul_``, ``addcdiv_`` and a bias's ``+=`` on large CPU arrays,
 and for an LSTM step's gates and new cell (``lstm_gates_forward``, at the end).
 
 Each of these updates does two or three arithmetic operations per element. numpy has
@@ -35,6 +35,16 @@ def addcdiv(x, a, b, value):
     """``x += (a / b) * value``."""
     for i in range(x.size):
         x[i] = x[i] + (a[i] / b[i]) * value
+
+
+@njit(**_OPTIONS)
+def add_rows(x, row):
+    """``x[r] += row`` for every row of the 2-D ``x`` (a layer's bias added to its output).
+    numpy broadcasts ``row`` with an inner loop of one row's length per row: for a
+    ``(1024, 192)`` output that is 1024 short loops, about twice this one pass's time."""
+    for r in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            x[r, j] = x[r, j] + row[j]
 
 
 @njit(**_OPTIONS)

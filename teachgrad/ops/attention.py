@@ -29,6 +29,20 @@ def _array(t):
     return t if type(t) is np.ndarray else t._array
 
 
+def _heads_last_output(weights: np.ndarray, value: np.ndarray) -> np.ndarray | None:
+    """Where ``weights @ value`` goes: for ``(B, H, L, S)`` weights, a ``(B, L, H, Ev)``
+    array read as ``(B, H, L, Ev)`` (a transposed view), as PyTorch's CPU attention lays
+    out its output. A model puts the heads side by side again with
+    ``y.transpose(1, 2).contiguous().view(B, L, H * Ev)``: with this layout the transpose
+    is already contiguous, so ``contiguous()`` copies nothing. (None: other shapes, numpy's
+    own output.)"""
+    if weights.ndim != 4:
+        return None
+    batch, heads, queries = weights.shape[:3]
+    out = np.empty((batch, queries, heads, value.shape[-1]), weights.dtype)
+    return out.transpose(0, 2, 1, 3)
+
+
 class ScaledDotProductAttention(Function):
     rule = ("O = softmax(Q Kᵀ·s) V:  ∂V = Pᵀ grad,  ∂S = P ⊙ (grad Vᵀ − Σ (grad Vᵀ) ⊙ P)·s,  "
             "∂Q = ∂S K,  ∂K = ∂Sᵀ Q")
@@ -45,7 +59,7 @@ class ScaledDotProductAttention(Function):
         ctx.save_for_backward(query, key, value,
                               Tensor._make(weights, ctx.backend, query.device))
         ctx.scale = scale
-        return np.matmul(weights, v)
+        return np.matmul(weights, v, out=_heads_last_output(weights, v))
 
     @staticmethod
     def backward(ctx: Context, grad):

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from ..tensor import Tensor
 from .dispatch import normalize_dim
+from .indexing import Index
 
 
 def _check_tensor(name: str, t: Any) -> None:
@@ -20,10 +21,13 @@ def _check_tensor(name: str, t: Any) -> None:
 
 
 def _slices(t: Tensor, dim: int, sizes: Sequence[int]) -> tuple:
+    """``t[:, ..., start:start + size]`` along ``dim`` for each size. The index is slices
+    only, within ``t``'s dimensions, so it goes to the indexing Function as it is (what
+    ``t[index]`` would make of it after checking it)."""
     pieces, start = [], 0
     lead = (slice(None),) * dim
     for size in sizes:
-        pieces.append(t[lead + (slice(start, start + size),)])
+        pieces.append(Index.apply(t, lead + (slice(start, start + size),)))
         start += size
     return tuple(pieces)
 

@@ -1,0 +1,57 @@
+"""A layer's bias added to its output: the numpy backend's one compiled pass over the rows
+(``pointwise_loops.add_rows``) gives numpy's broadcast bits, and runs only where it may."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import teachgrad as tg
+from teachgrad.backends import pointwise_loops
+
+
+@pytest.fixture
+def loop_calls(monkeypatch):
+    calls = []
+    real = pointwise_loops.add_rows
+    monkeypatch.setattr(pointwise_loops, "add_rows",
+                        lambda x, row: calls.append(x.shape) or real(x, row))
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_plus_a_row_has_numpys_bits(dtype, loop_calls):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((300, 7, 37)) * 1e3).astype(dtype)
+    row = rng.standard_normal(37).astype(dtype)
+    x[0, 0, :4] = [np.inf, -np.inf, np.nan, -0.0]
+    row[4:6] = [-0.0, np.inf]
+    expected = x + row
+    backend = tg.tensor([1.0])._backend
+    backend.binary_inplace("add", x, row)
+    assert loop_calls == [(2100, 37)]
+    assert x.tobytes() == expected.tobytes()
+
+
+def test_linear_takes_the_pass_and_keeps_its_numbers(loop_calls):
+    tg.manual_seed(0)
+    layer = tg.nn.Linear(16, 48)
+    x = tg.randn(4, 100, 16)
+    out = layer(x)
+    assert loop_calls == [(400, 48)]
+    expected = x.numpy().reshape(-1, 16) @ layer.weight.detach().numpy().T
+    expected += layer.bias.detach().numpy()
+    assert out.detach().numpy().reshape(-1, 48).tobytes() == expected.tobytes()
+
+
+def test_other_operands_take_numpy(loop_calls):
+    backend = tg.tensor([1.0])._backend
+    big = np.ones((400, 64), np.float32)
+    backend.binary_inplace("add", np.ones((4, 8), np.float32), np.ones(8, np.float32))  # small
+    backend.binary_inplace("add", big, np.ones(64, np.float64))  # another dtype
+    backend.binary_inplace("add", big, np.ones(128, np.float32)[::2])  # a strided row
+    backend.binary_inplace("add", big[:, :32], np.ones(32, np.float32))  # strided rows
+    backend.binary_inplace("add", big, big[0])  # a row of x itself
+    backend.binary_inplace("mul", big, np.ones(64, np.float32))  # not an addition
+    assert loop_calls == []
+    # 1, then +1 (float64 row), +1 (strided row), +1 on the first 32 columns, then doubled
+    np.testing.assert_array_equal(big[1], np.repeat(np.float32([8, 6]), 32))
