@@ -29,18 +29,19 @@ def _array(t):
     return t if type(t) is np.ndarray else t._array
 
 
-def _heads_last_output(weights: np.ndarray, value: np.ndarray) -> np.ndarray | None:
-    """Where ``weights @ value`` goes: for ``(B, H, L, S)`` weights, a ``(B, L, H, Ev)``
-    array read as ``(B, H, L, Ev)`` (a transposed view), as PyTorch's CPU attention lays
-    out its output. A model puts the heads side by side again with
-    ``y.transpose(1, 2).contiguous().view(B, L, H * Ev)``: with this layout the transpose
-    is already contiguous, so ``contiguous()`` copies nothing. (None: other shapes, numpy's
-    own output.)"""
-    if weights.ndim != 4:
+def _heads_last(like: np.ndarray, rows: int, columns: int) -> np.ndarray | None:
+    """Where a ``(B, H, rows, columns)`` product goes when ``like`` is 4-D ``(B, H, ...)``:
+    a ``(B, rows, H, columns)`` array read as ``(B, H, rows, columns)`` (a transposed view),
+    as PyTorch's CPU attention lays out its output and its inputs' gradients. A model
+    splits heads with ``x.view(B, T, H, D).transpose(1, 2)`` and joins them with
+    ``y.transpose(1, 2).contiguous().view(B, T, H * D)``: in this layout that transpose is
+    already contiguous, so ``contiguous()`` copies nothing forward, and backward the
+    gradients reach ``view``'s reshape contiguous, so it copies nothing either. (None for
+    other shapes: numpy's own output.)"""
+    if like.ndim != 4:
         return None
-    batch, heads, queries = weights.shape[:3]
-    out = np.empty((batch, queries, heads, value.shape[-1]), weights.dtype)
-    return out.transpose(0, 2, 1, 3)
+    batch, heads = like.shape[:2]
+    return np.empty((batch, rows, heads, columns), like.dtype).transpose(0, 2, 1, 3)
 
 
 class ScaledDotProductAttention(Function):
@@ -59,7 +60,7 @@ class ScaledDotProductAttention(Function):
         ctx.save_for_backward(query, key, value,
                               Tensor._make(weights, ctx.backend, query.device))
         ctx.scale = scale
-        return np.matmul(weights, v, out=_heads_last_output(weights, v))
+        return np.matmul(weights, v, out=_heads_last(weights, weights.shape[-2], v.shape[-1]))
 
     @staticmethod
     def backward(ctx: Context, grad):
@@ -69,14 +70,16 @@ class ScaledDotProductAttention(Function):
         q, k, v, weights = (_array(t) for t in ctx.saved_tensors)
         g = _array(grad)
         needs_q, needs_k, needs_v = ctx.needs_input_grad[:3]
-        dv = np.matmul(np.swapaxes(weights, -1, -2), g) if needs_v else None
+        dv = np.matmul(np.swapaxes(weights, -1, -2), g,
+                       out=_heads_last(v, *v.shape[-2:])) if needs_v else None
         dq = dk = None
         if needs_q or needs_k:
             d_scores = np.matmul(g, np.swapaxes(v, -1, -2))  # (the weights' gradient first)
             score_gradient(d_scores.reshape(-1, d_scores.shape[-1]),
                            weights.reshape(-1, weights.shape[-1]), ctx.scale)
-            dq = np.matmul(d_scores, k) if needs_q else None
-            dk = np.matmul(np.swapaxes(d_scores, -1, -2), q) if needs_k else None
+            dq = np.matmul(d_scores, k, out=_heads_last(q, *q.shape[-2:])) if needs_q else None
+            dk = np.matmul(np.swapaxes(d_scores, -1, -2), q,
+                           out=_heads_last(k, *k.shape[-2:])) if needs_k else None
         grads = (dq, dk, dv)
         if type(grad) is not np.ndarray:  # (tensors in, tensors out)
             grads = tuple(None if a is None else Tensor._make(a, ctx.backend, grad.device)
