@@ -9,12 +9,13 @@ backends hand large contiguous arrays to the loops below (see
 (``cache=True`` keeps the machine code on disk), the same formulas as
 :mod:`teachgrad.ops.pointwise_activation`, element by element.
 
-The exponential and tanh come from numpy's own vectorised loops, each in one scratch
-array. For float32 the error function is a rational function of ``x`` (Eigen's
-``generic_fast_erf_float``: odd polynomial over even polynomial on [-4, 4], beyond which
-float32 erf is ±1), within 4e-7 of the exact erf and made of ``*``, ``+`` and ``/`` only,
-so the loop around it can use SIMD; the C library's ``erff`` would be a call per
-element, ten times slower. float64 takes the C library's ``erf``.
+GELU is one loop each way, with fused multiply-adds allowed. For float32 its ``erf`` and
+``exp`` are :mod:`teachgrad.backends.float32_math`'s, made of ``*``, ``+``, ``/`` and
+comparisons only, so the loop runs in SIMD lanes; the C library's ``erff`` and ``expf``
+would be a call per element, ten times slower. float64 takes the C library's ``erf`` and
+``exp`` (a call per element either way: float64 is the precise dtype, not the fast one).
+The tanh GELU and softmax take numpy's vectorised ``tanh`` and ``exp``, each in one
+scratch array or in the output itself.
 """
 from __future__ import annotations
 
@@ -24,37 +25,22 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from .float32_math import FMA_OPTIONS, erf_float32, exp_float32
+
 _OPTIONS = dict(cache=True, error_model="numpy")
 # For the row sums: "reassoc" lets the compiler add a row in SIMD lanes (eight or sixteen
 # partial sums, added at the end) instead of one element after the other; the sum then
 # differs from numpy's (pairwise) in the last bits, as any two summation orders do.
 _ROW_SUM_OPTIONS = dict(_OPTIONS, fastmath={"reassoc"})
+# GELU's loops may fuse a multiply and an add into one instruction (float32_math's option)
+_GELU_OPTIONS = FMA_OPTIONS
 SQRT_HALF = math.sqrt(0.5)
 NORMAL_PDF_SCALE = 1.0 / math.sqrt(2.0 * math.pi)
 TANH_SCALE = math.sqrt(2.0 / math.pi)
 TANH_CUBIC = 0.044715
 # float32 copies: numba freezes them into the loops as float32 constants
 HALF_32, ONE_32, SQRT_HALF_32 = np.float32(0.5), np.float32(1.0), np.float32(SQRT_HALF)
-
-
-@njit(**_OPTIONS)
-def erf_float32(x):
-    """erf(x) for a float32 ``x`` as p(x)/q(x) (NaN passes through the clamps)."""
-    x = min(max(x, np.float32(-4.0)), np.float32(4.0))
-    x2 = x * x
-    p = np.float32(-2.72614225801306e-10)
-    p = p * x2 + np.float32(2.77068142495902e-08)
-    p = p * x2 + np.float32(-2.10102402082508e-06)
-    p = p * x2 + np.float32(-5.69250639462346e-05)
-    p = p * x2 + np.float32(-7.34990630326855e-04)
-    p = p * x2 + np.float32(-2.95459980854025e-03)
-    p = p * x2 + np.float32(-1.60960333262415e-02)
-    q = np.float32(-1.45660718464996e-05)
-    q = q * x2 + np.float32(-2.13374055278905e-04)
-    q = q * x2 + np.float32(-1.68282697438203e-03)
-    q = q * x2 + np.float32(-7.37332916720468e-03)
-    q = q * x2 + np.float32(-1.42647390514189e-02)
-    return x * p / q
+MINUS_HALF_32, NORMAL_PDF_SCALE_32 = np.float32(-0.5), np.float32(NORMAL_PDF_SCALE)
 
 
 def normal_cdf(v):
@@ -62,31 +48,42 @@ def normal_cdf(v):
     return 0.5 * (1.0 + math.erf(v * SQRT_HALF))
 
 
-@overload(normal_cdf)
+def normal_density(v):
+    """phi(v) = exp(-v^2 / 2) / sqrt(2 pi), Phi's derivative (compiled: the overload below)."""
+    return NORMAL_PDF_SCALE * math.exp(-0.5 * v * v)
+
+
+# Phi and phi in ``v``'s own precision, chosen when a loop is compiled for a dtype: float32
+# throughout with float32_math's erf and exp (float64 constants would widen every element,
+# and a float32 SIMD lane is half as wide, so twice as many per instruction), or float64
+# with the C library's.
+@overload(normal_cdf, jit_options=dict(fastmath=_GELU_OPTIONS["fastmath"]))
 def _normal_cdf_compiled(v):
-    """Phi in ``v``'s own precision, chosen when a loop is compiled for a dtype: float32
-    throughout with the fast erf (float64 constants would widen every element, and a
-    float32 SIMD lane is half as wide, so twice as many per instruction), or float64 with
-    the C library's erf."""
     if v == types.float32:
         return lambda v: HALF_32 * (ONE_32 + erf_float32(v * SQRT_HALF_32))
     return lambda v: 0.5 * (1.0 + math.erf(v * SQRT_HALF))
 
 
-@njit(**_OPTIONS)
+@overload(normal_density, jit_options=dict(fastmath=_GELU_OPTIONS["fastmath"]))
+def _normal_density_compiled(v):
+    if v == types.float32:
+        return lambda v: NORMAL_PDF_SCALE_32 * exp_float32(MINUS_HALF_32 * v * v)
+    return lambda v: NORMAL_PDF_SCALE * math.exp(-0.5 * v * v)
+
+
+@njit(**_GELU_OPTIONS)
 def gelu(out, x):
     """``out = x * Phi(x)`` element by element; all 1-D, one length and dtype."""
     for i in range(x.size):
         out[i] = x[i] * normal_cdf(x[i])
 
 
-@njit(**_OPTIONS)
-def gelu_backward(out, x, grad, pdf_scale):
-    """``out = grad * (Phi(x) + x * phi(x))``; ``out`` holds ``exp(-x^2 / 2)`` on entry (one
-    array for both: no scratch), ``pdf_scale = 1 / sqrt(2 pi)`` in the data's dtype."""
+@njit(**_GELU_OPTIONS)
+def gelu_backward(out, x, grad):
+    """``out = grad * (Phi(x) + x * phi(x))``: GELU's derivative, times the gradient."""
     for i in range(x.size):
         v = x[i]
-        out[i] = grad[i] * (normal_cdf(v) + v * (pdf_scale * out[i]))
+        out[i] = grad[i] * (normal_cdf(v) + v * normal_density(v))
 
 
 @njit(**_OPTIONS)
@@ -113,19 +110,6 @@ def _tanh_of_inner(x: np.ndarray) -> np.ndarray:
     t *= x
     t *= x.dtype.type(TANH_SCALE)
     return np.tanh(t, out=t)
-
-
-@njit(**_OPTIONS)
-def _scaled_square(out, x, scale):
-    """``out = x * x * scale`` (``scale`` in x's dtype), one pass."""
-    for i in range(x.size):
-        out[i] = x[i] * x[i] * scale
-
-
-def _density(out: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``out = exp(-x^2 / 2)``: ``-x^2 / 2`` in one loop, then numpy's SIMD exp in place."""
-    _scaled_square(out, x, x.dtype.type(-0.5))  # (-0.5 in x's dtype: no widening)
-    return np.exp(out, out=out)
 
 
 def _subtract_row_max(out, rows):
@@ -236,8 +220,7 @@ def run(name: str, x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
     if name == "gelu" and grad is None:
         gelu(out, flat)
     elif name == "gelu":
-        pdf_scale = x.dtype.type(NORMAL_PDF_SCALE)
-        gelu_backward(_density(out, flat), flat, grad.reshape(-1), pdf_scale)
+        gelu_backward(out, flat, grad.reshape(-1))
     elif grad is None:
         gelu_tanh(out, flat, _tanh_of_inner(flat))
     else:
