@@ -118,3 +118,4 @@ def erf_float32(x):
     q = q * x2 + np.float32(-7.37332916720468e-03)
     q = q * x2 + np.float32(-1.42647390514189e-02)
     return x * p / q
+
