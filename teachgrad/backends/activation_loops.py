@@ -244,9 +244,10 @@ def run(name: str, x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
     """``name`` ("gelu", "gelu_tanh"; "softmax", "log_softmax" over the last axis) of ``x``,
     or with ``grad`` its input gradient.
 
-    The exponential and tanh are numpy's (vectorised; numba's are a C library call per
-    element, ten to forty times slower), in one scratch array or in the output itself;
-    the rest is one loop.
+    GELU's loops compute their exponential themselves (float32) or read numpy's from the
+    output array (float64); softmax's is numpy's (vectorised; numba's is a C library
+    call per element, ten to forty times slower), in one scratch array or in the output
+    itself; the rest is one loop.
     """
     if name in ("softmax", "log_softmax"):
         return (softmax if name == "softmax" else log_softmax)(x, grad)

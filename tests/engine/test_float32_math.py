@@ -28,19 +28,13 @@ def _erf_loop(out, x):
 
 
 @njit
-def _from_bits(bits):
-    out = np.empty(bits.size, np.float32)
+def _floats_from_bits_and_powers_of_two(bits, exponents):
+    floats, powers = np.empty(bits.size, np.float32), np.empty(exponents.size, np.float32)
     for i in range(bits.size):
-        out[i] = float32_from_bits(bits[i])
-    return out
-
-
-@njit
-def _powers_of_two(n):
-    out = np.empty(n.size, np.float32)
-    for i in range(n.size):
-        out[i] = power_of_two_float32(n[i])
-    return out
+        floats[i] = float32_from_bits(bits[i])
+    for i in range(exponents.size):
+        powers[i] = power_of_two_float32(exponents[i])
+    return floats, powers
 
 
 def _apply(loop, values):
@@ -58,9 +52,10 @@ def _ulp_error(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
 
 def test_bits_become_the_float32_they_spell():
     patterns = np.array([0, 1, 0x3F800000, 0x7F800000, -0x80000000, 0x7F7FFFFF, 12345678], np.int32)
-    np.testing.assert_array_equal(_from_bits(patterns).view(np.int32), patterns)
     exponents = np.arange(-126, 128, dtype=np.int32)
-    np.testing.assert_array_equal(_powers_of_two(exponents), np.ldexp(np.float32(1), exponents))
+    floats, powers = _floats_from_bits_and_powers_of_two(patterns, exponents)
+    np.testing.assert_array_equal(floats.view(np.int32), patterns)
+    np.testing.assert_array_equal(powers, np.ldexp(np.float32(1), exponents))
 
 
 def test_exp_is_within_one_and_a_half_ulp_over_the_whole_range():
