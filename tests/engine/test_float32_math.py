@@ -58,7 +58,7 @@ def test_bits_become_the_float32_they_spell():
     np.testing.assert_array_equal(powers, np.ldexp(np.float32(1), exponents))
 
 
-def test_exp_is_within_one_and_a_half_ulp_over_the_whole_range():
+def test_exp_is_within_one_ulp_and_a_hundredth_over_the_whole_range():
     # dense over every input whose exp is a finite, nonzero float32: normal results from
     # -87.34 up, subnormal ones (gradual underflow) below
     x = np.concatenate([np.linspace(-104.0, 89.0, 2_000_001, dtype=np.float32),
@@ -67,7 +67,7 @@ def test_exp_is_within_one_and_a_half_ulp_over_the_whole_range():
         exact = np.exp(x.astype(np.float64))
         finite = (exact.astype(np.float32) > 0) & np.isfinite(exact.astype(np.float32))
     got = _apply(_exp_loop, x)
-    assert _ulp_error(got[finite], exact[finite]).max() <= 1.5
+    assert _ulp_error(got[finite], exact[finite]).max() <= 1.01
     assert (got[~finite & (x < 0)] == 0).all() and np.isposinf(got[~finite & (x > 0)]).all()
 
 
