@@ -133,20 +133,61 @@ def test_bad_arguments_are_refused_with_the_fix(call, error, message):
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_one_pass_gelu_loops_give_the_composed_formula_s_numbers(dtype, tol, approximate):
     # large arrays take the CPU backends' compiled loops (backends/activation_loops.py);
-    # pieces of 1000 elements take the primitives: values and gradients must agree
+    # pieces of 1000 elements take the primitives: values and gradients must agree, with
+    # the pieces in float64 (float32's composed tanh GELU loses up to 3e-6 in its gradient
+    # to 1 - tanh^2 near tanh = ±1, which the loop computes from exp(-2|u|) without loss)
     values = np.concatenate([rng.standard_normal(40_000) * 3, [0.0, -0.0, 6.0, -6.0, 1e4, -1e4]])
     weights = rng.standard_normal(values.size)
     whole = tg.tensor(values, dtype=dtype, requires_grad=True)
     fused = F.gelu(whole, approximate=approximate)
     (fused * tg.tensor(weights, dtype=dtype)).sum().backward()
     for start in range(0, values.size, 1000):
-        piece = tg.tensor(values[start:start + 1000], dtype=dtype, requires_grad=True)
+        piece = tg.tensor(values[start:start + 1000], dtype=tg.float64, requires_grad=True)
         y = F.gelu(piece, approximate=approximate)
-        (y * tg.tensor(weights[start:start + 1000], dtype=dtype)).sum().backward()
+        (y * tg.tensor(weights[start:start + 1000], dtype=tg.float64)).sum().backward()
         np.testing.assert_allclose(y.detach().numpy(), fused[start:start + 1000].detach().numpy(),
                                    rtol=tol, atol=tol)
         np.testing.assert_allclose(piece.grad.numpy(), whole.grad[start:start + 1000].numpy(),
                                    rtol=tol, atol=tol)
+
+
+EDGES = [np.inf, -np.inf, np.nan, -0.0, 0.0, 5.6, -5.6, 9.0, -9.0, 13.5, -13.5, 40.0, -40.0,
+         1e4, -1e4]  # (|x| > 13.2: exp(-x^2 / 2) underflows to 0 in float32, 38.6 in float64)
+
+
+def _gelu_and_slope(v: float, approximate: str) -> tuple[float, float]:
+    """GELU and its derivative at ``v``, in float64 by the formulas (math's erf and tanh)."""
+    if approximate == "tanh":
+        scale, cubic = math.sqrt(2 / math.pi), 0.044715
+        t = math.tanh(scale * (v + cubic * v ** 3))
+        slope = 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * scale * (1 + 3 * cubic * v * v)
+        return 0.5 * v * (1 + t), slope
+    cdf = 0.5 * (1 + math.erf(v / math.sqrt(2)))
+    return v * cdf, cdf + v * math.exp(-v * v / 2) / math.sqrt(2 * math.pi)
+
+
+@pytest.mark.parametrize("dtype, tol", [(tg.float32, 2e-6), (tg.float64, 1e-13)])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_one_pass_gelu_loops_at_infinities_nan_zeros_and_underflow(dtype, tol, approximate, monkeypatch):
+    # each way through the loops (padded to a size that takes them), against float64's
+    # formulas: inf -> inf, -inf -> NaN (-inf * 0), NaN -> NaN; the gradient NaN at both
+    # infinities (inf * 0) and GELU's own limits (0 and 1) where the density is 0
+    from teachgrad.backends import activation_loops
+
+    names = []
+    real = activation_loops.run
+    monkeypatch.setattr(activation_loops, "run", lambda name, x, grad: names.append(name) or real(name, x, grad))
+    values = np.concatenate([EDGES, np.zeros(1 << 15)])
+    x = tg.tensor(values, dtype=dtype, requires_grad=True)
+    y = F.gelu(x, approximate=approximate)
+    y.backward(tg.ones_like(y))
+    assert names == ["gelu" if approximate == "none" else "gelu_tanh"] * 2
+    with np.errstate(invalid="ignore"):
+        expected = np.array([_gelu_and_slope(v, approximate) for v in EDGES])
+    got_values, got_slopes = y.detach().numpy()[:len(EDGES)], x.grad.numpy()[:len(EDGES)]
+    np.testing.assert_allclose(got_values, expected[:, 0], rtol=tol, atol=tol)
+    np.testing.assert_allclose(got_slopes, expected[:, 1], rtol=tol, atol=tol)
+    assert np.signbit(got_values[3]) and not np.signbit(got_values[4])  # -0.0 stays -0.0
 
 
 def test_only_large_contiguous_arrays_take_the_one_pass_loops():
