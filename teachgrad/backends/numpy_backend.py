@@ -74,7 +74,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     # 1, as e <= 1; for x < 0 it is e; at x = ±0, e is 1). So every element takes the same
     # few whole-array passes: a masked ufunc (out=..., where=...) or np.where that picks a
     # branch per element is many times slower.
-    if x.size == 1:
+    if x.size == 1 and x.dtype in _ONE_SCALAR:  # (an integer array takes the formula below)
         return _sigmoid_of_one(x)
     one = _ONE.get(x.dtype, 1)
     if x.nbytes <= _SIGMOID_IN_PLACE:
@@ -89,7 +89,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _sigmoid_of_one(x: np.ndarray) -> np.ndarray:
-    """The sigmoid of a one-element array (a micrograd-style scalar graph, a loss).
+    """The sigmoid of a one-element float array (a micrograd-style scalar graph, a loss).
 
     Its sign picks the branch, and the arithmetic runs on the element as a numpy scalar of
     its own dtype: the same ufunc loops and IEEE operations as on the array, so the same
@@ -98,7 +98,7 @@ def _sigmoid_of_one(x: np.ndarray) -> np.ndarray:
     out = x.copy()  # (the result's shape and dtype; its one element is written below)
     index = (0,) * x.ndim
     v = x[index]
-    one = _ONE_SCALAR.get(x.dtype) or x.dtype.type(1)  # (making a numpy scalar costs 0.25 µs)
+    one = _ONE_SCALAR[x.dtype]  # (making a numpy scalar costs 0.25 µs)
     if v >= 0:  # (-0.0 too: e^-0 = 1, as above; nan takes the other branch)
         out[index] = one / (np.exp(-v) + one)
     else:

@@ -531,3 +531,16 @@ def test_numpy_binary_with_a_python_float_gives_numpys_own_bits(dtype):
     assert 0.1 in kept and kept[0.1].dtype == dtype and not kept[0.1].flags.writeable
     assert 0.0 not in kept and float("inf") not in kept  # the number itself, every time
     assert (1e300 in kept) == (dtype is np.float64)  # too large for float16 and float32
+
+
+def test_numpy_sigmoid_of_one_integer_is_a_float_as_of_many():
+    """Integers take the whole-array formula whatever their number: a float64 result, the
+    same for one element as for several (the one-element float path is for floats only)."""
+    backend = NumpyBackend()
+    many = backend.unary("sigmoid", np.array([-3, 0, 2]))
+    assert many.dtype == np.float64
+    for i, value in enumerate([-3, 0, 2]):
+        for shape in [(), (1,)]:
+            got = backend.unary("sigmoid", np.full(shape, value))
+            assert got.dtype == np.float64 and got.shape == shape
+            assert got.tobytes() == many[i:i + 1].reshape(shape).tobytes()
