@@ -61,6 +61,7 @@ def _array(x: Array) -> np.ndarray:
 #: 1 and 0 as 0-d arrays of each float dtype (an array operand is quicker than a Python number)
 _ONE = {np.dtype(t): np.ones((), t) for t in (np.float16, np.float32, np.float64)}
 _ZERO = {np.dtype(t): np.zeros((), t) for t in (np.float16, np.float32, np.float64)}
+_ONE_SCALAR = {np.dtype(t): t(1) for t in (np.float16, np.float32, np.float64)}
 #: Above this many bytes the sigmoid works in one buffer: fresh temporaries that large cost
 #: page faults each time. Below it numpy's ``out=`` costs more than the arithmetic it saves.
 _SIGMOID_IN_PLACE = 1 << 16
@@ -73,14 +74,9 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     # 1, as e <= 1; for x < 0 it is e; at x = ±0, e is 1). So every element takes the same
     # few whole-array passes: a masked ufunc (out=..., where=...) or np.where that picks a
     # branch per element is many times slower.
+    if x.size == 1 and x.dtype in _ONE_SCALAR:  # (an integer array takes the formula below)
+        return _sigmoid_of_one(x)
     one = _ONE.get(x.dtype, 1)
-    if x.size == 1:
-        # One number (a micrograd-style scalar graph): its sign picks the branch, so the
-        # formula below in three or four calls instead of seven, and the same bits.
-        if x.item() >= 0:  # (-0.0 too: e^-0 = 1, as above; nan takes the other branch)
-            return _array(np.divide(one, np.add(np.exp(np.negative(x)), one)))
-        e = np.exp(x)
-        return _array(np.divide(e, np.add(e, one)))
     if x.nbytes <= _SIGMOID_IN_PLACE:
         e = np.exp(np.minimum(x, np.negative(x)))
         return _array(np.divide(np.maximum(e, np.sign(x)), np.add(e, one)))
@@ -90,6 +86,50 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     d = np.add(t, one)                                                    # 1 + e
     np.maximum(t, np.greater_equal(x, _ZERO.get(x.dtype, 0)), out=t)      # the numerator
     return np.divide(t, d, out=t)
+
+
+def _sigmoid_of_one(x: np.ndarray) -> np.ndarray:
+    """The sigmoid of a one-element float array (a micrograd-style scalar graph, a loss).
+
+    Its sign picks the branch, and the arithmetic runs on the element as a numpy scalar of
+    its own dtype: the same ufunc loops and IEEE operations as on the array, so the same
+    bits, without a fresh array per step (about 0.5 µs against 1.3 for four array calls).
+    """
+    out = x.copy()  # (the result's shape and dtype; its one element is written below)
+    index = (0,) * x.ndim
+    v = x[index]
+    one = _ONE_SCALAR[x.dtype]  # (making a numpy scalar costs 0.25 µs)
+    if v >= 0:  # (-0.0 too: e^-0 = 1, as above; nan takes the other branch)
+        out[index] = one / (np.exp(-v) + one)
+    else:
+        e = np.exp(v)
+        out[index] = e / (e + one)
+    return out
+
+
+#: Python floats met as operands, as read-only 0-d arrays of each float dtype (value -> array).
+#: numpy converts a Python number to the array's dtype anyway (NEP 50), rounding it the way
+#: ``np.array(value, dtype)`` does, so the result has the same bits; but the conversion takes
+#: longer than the operation on a few elements (0.56 µs against 0.30 for ``x + 0.1`` on one).
+_NUMBER_OPERANDS: dict[np.dtype, dict[float, np.ndarray]] = {
+    np.dtype(t): {} for t in (np.float16, np.float32, np.float64)}
+_NUMBER_OPERANDS_KEPT = 256  # numbers per dtype; past that the table starts again
+
+
+def _number_operand(value: float, table: dict, dtype: np.dtype) -> float | np.ndarray:
+    """``value`` as a 0-d array of ``dtype``, kept in ``table`` for the next time; or the
+    number itself where the array could differ: ±0.0 (equal keys, different signs), nan
+    (never equal to itself) and values that do not fit the dtype (numpy's own overflow)."""
+    if not value or value != value or value in (float("inf"), float("-inf")):
+        return value
+    array = np.array(value, dtype)
+    if not np.isfinite(array):
+        return value
+    if len(table) >= _NUMBER_OPERANDS_KEPT:
+        table.clear()
+    array.flags.writeable = False
+    table[value] = array
+    return array
 
 
 #: A read-only array of zeros per dtype, grown to the largest relu input up to 1 MiB:
@@ -195,6 +235,16 @@ class NumpyBackend(Backend):
         raise KeyError(op)
 
     def binary(self, op: str, a: Array | Scalar, b: Array | Scalar) -> Array:
+        # ``x * 0.5``, ``1 - x``: a Python float beside a floating-point array as a kept 0-d
+        # array of the array's dtype (see _number_operand), the same bits in half the time
+        if type(b) is float and type(a) is np.ndarray:
+            table = _NUMBER_OPERANDS.get(a.dtype)
+            if table is not None:
+                b = table.get(b) or _number_operand(b, table, a.dtype)
+        elif type(a) is float and type(b) is np.ndarray:
+            table = _NUMBER_OPERANDS.get(b.dtype)
+            if table is not None:
+                a = table.get(a) or _number_operand(a, table, b.dtype)
         out = _BINARY[op](a, b)
         if type(out) is np.ndarray:
             if type(a) is np.ndarray and out.dtype is a.dtype:

@@ -499,3 +499,48 @@ def test_a_gradient_someone_else_holds_is_still_copied(monkeypatch):
         + (tg.nn.functional.linear(x2, w3) * tg.tensor(r)).sum()
     out.backward()
     np.testing.assert_allclose(w3.grad.numpy(), r.T @ xs + r.T @ xs[::-1], rtol=1e-12)
+
+
+_NUMPY_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+                 "pow": np.power, "maximum": np.maximum, "lt": np.less, "eq": np.equal}
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_numpy_binary_with_a_python_float_gives_numpys_own_bits(dtype):
+    """A Python float beside an array goes in as a kept 0-d array of the array's dtype:
+    every result is the one numpy gives the number itself, on either side, for signed
+    zeros, nan, infinities and numbers too large for the dtype as well; the kept arrays
+    are really used (and read-only)."""
+    from teachgrad.backends import numpy_backend
+
+    backend = NumpyBackend()
+    x = (np.random.default_rng(5).standard_normal(37) * 10).astype(dtype)
+    x[:3] = [0.0, -0.0, np.nan]
+    numbers = [0.1, 0.5, -2.5, 1 / 3, 7.0, 1e-40, 3e38, 1e300, 0.0, -0.0, float("nan"),
+               float("inf"), float("-inf")]
+    for number in numbers:
+        for op, ufunc in _NUMPY_UFUNCS.items():
+            for args in ((x, number), (number, x)):
+                with np.errstate(all="ignore"):
+                    want = ufunc(*args)
+                    for _ in range(2):  # the first call keeps the array, the second uses it
+                        got = backend.binary(op, *args)
+                        assert got.dtype == want.dtype
+                        assert got.tobytes() == want.tobytes(), (op, number, args[0] is x)
+    kept = numpy_backend._NUMBER_OPERANDS[np.dtype(dtype)]
+    assert 0.1 in kept and kept[0.1].dtype == dtype and not kept[0.1].flags.writeable
+    assert 0.0 not in kept and float("inf") not in kept  # the number itself, every time
+    assert (1e300 in kept) == (dtype is np.float64)  # too large for float16 and float32
+
+
+def test_numpy_sigmoid_of_one_integer_is_a_float_as_of_many():
+    """Integers take the whole-array formula whatever their number: a float64 result, the
+    same for one element as for several (the one-element float path is for floats only)."""
+    backend = NumpyBackend()
+    many = backend.unary("sigmoid", np.array([-3, 0, 2]))
+    assert many.dtype == np.float64
+    for i, value in enumerate([-3, 0, 2]):
+        for shape in [(), (1,)]:
+            got = backend.unary("sigmoid", np.full(shape, value))
+            assert got.dtype == np.float64 and got.shape == shape
+            assert got.tobytes() == many[i:i + 1].reshape(shape).tobytes()
