@@ -9,10 +9,13 @@ overlap it, falls back to an element-by-element version.
 
 The exponential is numpy's (vectorised; numba's is a C library call per element, ten
 times slower), so log-softmax takes five walks: the row maxima, the shift, numpy's
-``exp`` into a scratch array, the row sums, the subtraction of their logarithms.
+``exp`` in place, the row sums, the shifted rows minus the sums' logarithms (written
+over the exponentials).
 Cross-entropy needs no log-softmax array at all: its loss per row is
 ``log(sum(exp(shifted))) - shifted[target]``, and its gradient is the softmax
 (``exp(shifted) / sum``, both kept from the forward) minus the one-hot target, in one walk.
+Each pass that needs the shifted rows recomputes ``x - max`` (one subtraction, the same
+number each time) rather than keep an array of them.
 """
 from __future__ import annotations
 
@@ -77,21 +80,24 @@ def row_sums(e, out):
 
 
 @njit(**_PASSES)
-def subtract_log(out, sums):
-    """In place: ``out[r] -= log(sums[r])`` (the shifted row minus its log-sum-exp)."""
-    for r in range(out.shape[0]):
-        shift = np.log(sums[r])
-        row = out[r]
-        for j in range(out.shape[1]):
-            row[j] = row[j] - shift
+def log_probabilities(x, tops, sums, out):
+    """``out[r] = (x[r] - tops[r]) - log(sums[r])``: the shifted row (the very numbers
+    ``shift_rows`` made) minus its log-sum-exp. ``out`` may be the array of ``exp`` whose
+    rows ``sums`` added up: that is no longer needed, and it does not overlap ``x``."""
+    for r in range(x.shape[0]):
+        top, shift = tops[r], np.log(sums[r])
+        row, result = x[r], out[r]
+        for j in range(x.shape[1]):
+            result[j] = (row[j] - top) - shift
 
 
 @njit(**_PASSES)
-def picked_losses(shifted, sums, target, losses):
-    """``losses[r] = log(sums[r]) - shifted[r, target[r]]``: minus the log-probability of
-    each row's target (the same number as ``-(shifted - log(sum))``: a negation is exact)."""
-    for r in range(shifted.shape[0]):
-        losses[r] = np.log(sums[r]) - shifted[r, target[r]]
+def picked_losses(x, tops, sums, target, losses):
+    """``losses[r] = log(sums[r]) - (x[r, target[r]] - tops[r])``: minus the
+    log-probability of each row's target (the same number as ``-((x - top) - log(sum))``:
+    a negation is exact)."""
+    for r in range(x.shape[0]):
+        losses[r] = np.log(sums[r]) - (x[r, target[r]] - tops[r])
 
 
 @njit(**_PASSES)
@@ -108,21 +114,22 @@ def softmax_minus_one_hot(e, sums, target, scale, out):
         out[r, target[r]] -= scale[r]
 
 
-def log_softmax_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For 2-D C-ordered float ``x``: each row minus its maximum, ``exp`` of that (numpy's,
-    in a new array) and the sums of its rows (float64)."""
+def exp_shifted_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For 2-D C-ordered float ``x``: each row's maximum, ``exp(x - max)`` (numpy's exp, in
+    place in the one new array) and the sums of its rows (float64)."""
     rows = x.shape[0]
     tops, sums = np.empty(rows, x.dtype), np.empty(rows)
     row_maxima(x, tops)
-    shifted = np.empty_like(x)
-    shift_rows(x, tops, shifted)
-    e = np.exp(shifted)
+    e = np.empty_like(x)
+    shift_rows(x, tops, e)
+    np.exp(e, out=e)
     row_sums(e, sums)
-    return shifted, e, sums
+    return tops, e, sums
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
-    """Log-softmax of each row of a 2-D C-ordered float ``x``."""
-    shifted, _, sums = log_softmax_parts(x)
-    subtract_log(shifted, sums)
-    return shifted
+    """Log-softmax of each row of a 2-D C-ordered float ``x``: its result written over the
+    exponentials once their sums are taken (one new array)."""
+    tops, e, sums = exp_shifted_rows(x)
+    log_probabilities(x, tops, sums, e)
+    return e

@@ -91,9 +91,9 @@ class CrossEntropy(Function):
         if backend._one_pass(x):  # (large enough to be worth the loops' call, C order)
             from ..backends import loss_loops
 
-            shifted, ctx.exp_shifted, ctx.row_sums = loss_loops.log_softmax_parts(x)
+            tops, ctx.exp_shifted, ctx.row_sums = loss_loops.exp_shifted_rows(x)
             losses = np.empty(rows, x.dtype)
-            loss_loops.picked_losses(shifted, ctx.row_sums, picks, losses)
+            loss_loops.picked_losses(x, tops, ctx.row_sums, picks, losses)
             ctx.log_probs = None
         else:  # the operations LogSoftmax and NLLLoss run on small arrays, in their order
             shifted, _, total = _stable_exp(backend, x, 1)
