@@ -131,7 +131,7 @@ def _density(out: np.ndarray, x: np.ndarray) -> np.ndarray:
 def _subtract_row_max(out, rows):
     """``out[r] = rows[r] - max(rows[r])`` (2-D, C order): what keeps ``exp`` from overflowing.
 
-    The maxima are attention's (``row_maxima``: sixteen running lanes the compiler
+    The maxima are attention's (``row_maxima``: eight running lanes the compiler
     vectorises; the same maximum, bit for bit). A row holding a NaN comes out NaN either
     way: whether or not the NaN is its maximum, ``exp`` of it is NaN, and so is the row's
     sum (or log-sum) that every element then meets."""

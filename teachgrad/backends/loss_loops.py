@@ -22,40 +22,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .attention_loops import row_maxima  # (eight running maxima per row: vectorised)
+
 _PASSES = dict(cache=True, error_model="numpy")
 # "reassoc" lets the compiler add a row in SIMD lanes (partial sums added at the end)
 _SUMS = dict(_PASSES, fastmath={"reassoc"})
-# Running maxima per row: eight float32 (four float64) fill one AVX2 register. Sixteen
-# leave most of a 62-long row to the scalar remainder.
-LANES = 8
-
-
-@njit(**_PASSES)
-def row_maxima(x, out):
-    """``out[r] = max(x[r])`` in ``LANES`` running maxima per row, then across them.
-
-    A NaN may or may not win (one compare per element and no NaN test, so that the
-    compiler can vectorise it); the row comes out NaN either way: ``exp`` of NaN is NaN,
-    and so is the row's sum that every element then meets."""
-    rows, n = x.shape
-    lanes = np.empty(LANES, x.dtype)
-    whole = n - n % LANES
-    for r in range(rows):
-        row = x[r]
-        top = row[0]
-        if whole:
-            for lane in range(LANES):
-                lanes[lane] = row[lane]
-            for j in range(LANES, whole, LANES):
-                for lane in range(LANES):
-                    v = row[j + lane]
-                    lanes[lane] = v if v > lanes[lane] else lanes[lane]
-            top = lanes[0]
-            for lane in range(1, LANES):
-                top = lanes[lane] if lanes[lane] > top else top
-        for j in range(whole, n):
-            top = row[j] if row[j] > top else top
-        out[r] = top
 
 
 @njit(**_PASSES)
