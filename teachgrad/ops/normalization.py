@@ -129,7 +129,8 @@ def _backward_loops(ctx: Context, grad):
     from ..backends import layer_norm_loops as loops
 
     on_tensors = type(grad) is not np.ndarray
-    x_hat, weight_row, g = ctx.normalized_rows, ctx.weight_row, (grad._array if on_tensors else grad)
+    g = grad._array if on_tensors else grad
+    x_hat, weight_row = ctx.normalized_rows, ctx.weight_row
     grad_rows = (g if g.flags.c_contiguous else np.ascontiguousarray(g)).reshape(x_hat.shape)
     dtype = x_hat.dtype
     means = np.empty((2, x_hat.shape[0]), dtype)  # each row's mean(g) and mean(g·x̂)

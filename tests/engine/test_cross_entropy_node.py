@@ -24,7 +24,8 @@ def _readable(logits, target, reduction):
 def _loss_and_gradient(loss_fn, values, target, dtype, reduction, upstream):
     x = tg.tensor(values, dtype=dtype, requires_grad=True)
     loss = loss_fn(x, tg.tensor(target), reduction=reduction)
-    loss.backward(tg.tensor(upstream, dtype=dtype) if reduction == "none" else tg.tensor(1.5, dtype=dtype))
+    upstream = upstream if reduction == "none" else 1.5  # (of the loss: a scale other than 1)
+    loss.backward(tg.tensor(upstream, dtype=dtype))
     return loss, x.grad.numpy()
 
 
