@@ -150,7 +150,7 @@ def _float64_exponents(out, x, tanh_gelu):
 def _subtract_row_max(out, rows):
     """``out[r] = rows[r] - max(rows[r])`` (2-D, C order): what keeps ``exp`` from overflowing.
 
-    The maxima are attention's (``row_maxima``: sixteen running lanes the compiler
+    The maxima are attention's (``row_maxima``: eight running lanes the compiler
     vectorises; the same maximum, bit for bit). A row holding a NaN comes out NaN either
     way: whether or not the NaN is its maximum, ``exp`` of it is NaN, and so is the row's
     sum (or log-sum) that every element then meets."""
@@ -202,19 +202,6 @@ def softmax(x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
 
 
 @njit(**_ROW_SUM_OPTIONS)
-def _subtract_log_row_sum(out, e):
-    """``out[r] -= log(sum(e[r]))``, given ``e = exp(out)``: the shifted row minus its
-    log-sum-exp."""
-    for r in range(out.shape[0]):
-        total = e[r, 0] * 0
-        for j in range(e.shape[1]):
-            total += e[r, j]
-        shift = np.log(total)
-        for j in range(out.shape[1]):
-            out[r, j] = out[r, j] - shift
-
-
-@njit(**_ROW_SUM_OPTIONS)
 def log_softmax_backward(out, grad):
     """``out = grad - softmax * sum(grad)`` row by row; ``out`` holds the softmax on entry."""
     for r in range(out.shape[0]):
@@ -227,16 +214,17 @@ def log_softmax_backward(out, grad):
 
 def log_softmax(x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
     """Log-softmax over the last axis (``x``: the input), or with ``grad`` its input
-    gradient (``x``: then log-softmax's own output). Each way one numpy ``exp`` and one or
-    two loops; composed from primitives it is six passes forward and four operations back."""
+    gradient (``x``: then log-softmax's own output). Forward: the row loops of
+    :mod:`~teachgrad.backends.loss_loops` (the row maxima, the shift, numpy's ``exp``, the
+    row sums, the log-sums subtracted: each a walk that vectorises); backward numpy's
+    ``exp`` and one loop. Composed from primitives it is six passes forward and four
+    operations back."""
     rows = x.reshape(-1, x.shape[-1])
-    out = np.empty_like(rows)
     if grad is None:
-        _subtract_row_max(out, rows)
-        _subtract_log_row_sum(out, np.exp(out))
-    else:
-        np.exp(rows, out=out)  # the softmax, from its logarithm
-        log_softmax_backward(out, grad.reshape(rows.shape))
+        from .loss_loops import log_softmax as log_softmax_rows
+        return log_softmax_rows(rows).reshape(x.shape)
+    out = np.exp(rows)  # the softmax, from its logarithm
+    log_softmax_backward(out, grad.reshape(rows.shape))
     return out.reshape(x.shape)
 
 

@@ -4,9 +4,9 @@ Written with whole-array numpy operations (:class:`teachgrad.ops.normalization.L
 layer norm's forward takes two reductions and seven passes over the activation, and its
 backward (written with tensor operations) about ten more, each a numpy call that reads,
 and most of them write, a whole array. The loops below walk each row (the ``n``
-normalised values of one position) twice forward (its statistics, then its output) and
-twice backward (its two sums, then its gradient), and add the weight's and bias's
-gradients up on the way.
+normalised values of one position) three times forward while it is in the cache (its
+sum, its squares, its output) and twice backward (its two sums, then its gradient); a
+third walk backward adds the weight's and bias's gradients up.
 
 Arrays are ``(rows, n)``: every leading dimension folded into rows. Sums accumulate in
 float64; the row statistics' sums in any order (``fastmath={"reassoc"}`` lets the
@@ -72,15 +72,31 @@ def row_gradient_means(grad, normalized, weight, mean_g, mean_g_normalized):
 
 
 @njit(**_PASSES)
-def input_gradient(grad, normalized, weight, shift, stretch, inv_std, dx, sum_weight, sum_bias):
+def input_gradient(grad, normalized, weight, shift, stretch, inv_std, dx):
     """``dx = (g - shift - x̂ · stretch) · inv_std`` with ``g = grad · weight`` (``shift``
-    and ``stretch`` are each row's ``mean(g)`` and ``mean(g · x̂)``); adds ``grad · x̂``
-    and ``grad`` of every row into ``sum_weight`` and ``sum_bias`` (float64)."""
+    and ``stretch`` are each row's ``mean(g)`` and ``mean(g · x̂)``): in the array's dtype,
+    nothing else in the loop, so that it runs on whole SIMD registers."""
     rows, n = grad.shape
     for r in range(rows):
         a, b, s = shift[r], stretch[r], inv_std[r]
         grad_row, x_hat, result = grad[r], normalized[r], dx[r]
         for k in range(n):
             result[k] = (grad_row[k] * weight[k] - a - x_hat[k] * b) * s
+
+
+@njit(**_PASSES)
+def affine_gradients(grad, normalized, sums):
+    """``sums[0] = Σ_rows grad · x̂`` and ``sums[1] = Σ_rows grad`` (the weight's and the
+    bias's gradients, float64), added row after row.
+
+    A walk of its own: with ``dx`` written in the same loop the float64 sums halved the
+    SIMD width of the whole loop (38 µs for both at ``(1024, 64)`` float32, 12 + 18 apart).
+    The sums run in local arrays, which the compiler knows overlap nothing."""
+    rows, n = grad.shape
+    sum_weight, sum_bias = np.zeros(n), np.zeros(n)
+    for r in range(rows):
+        grad_row, x_hat = grad[r], normalized[r]
+        for k in range(n):
             sum_weight[k] += np.float64(grad_row[k] * x_hat[k])
             sum_bias[k] += np.float64(grad_row[k])
+    sums[0], sums[1] = sum_weight, sum_bias

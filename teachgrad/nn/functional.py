@@ -11,7 +11,7 @@ import warnings
 import teachgrad as tg
 from teachgrad.autograd.cast_points import cast_point
 from teachgrad.ops.linalg import Linear as LinearFunction
-from teachgrad.ops.loss import NLLLoss
+from teachgrad.ops.loss import CrossEntropy, NLLLoss
 from teachgrad.tensor import Tensor
 
 from .inplace import inplace_result as _result
@@ -258,6 +258,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         raise ValueError(f"cross_entropy: label_smoothing must be a number in [0, 1], "
                          f"got {label_smoothing!r}")
     some_ignored = _check_class_targets("cross_entropy", input, target, weight, ignore_index)
+    if weight is None and not label_smoothing and not some_ignored and CrossEntropy.takes(input):
+        return CrossEntropy.apply(input, target, reduction)  # (one node on the CPU's arrays)
     class_dim = 0 if input.ndim == 1 else 1
     return _pick_true_class(input.log_softmax(class_dim), target, reduction, weight,
                             ignore_index, float(label_smoothing), some_ignored=some_ignored)

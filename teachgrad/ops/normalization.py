@@ -50,11 +50,18 @@ class LayerNorm(Function):
         out = normalized if weight is None else b.binary("mul", normalized, weight._array)
         return out if bias is None else b.binary("add", out, bias._array)
 
+    # On the numpy backends the engine hands backward numpy arrays (and takes arrays back):
+    # the loops' gradients need no tensor around them. The formula below wraps what it gets.
+    formula_on_arrays = True
+
     @staticmethod
-    def backward(ctx: Context, grad: Tensor):
+    def backward(ctx: Context, grad):
         if ctx.weight_row is not None:
-            if loops_take(grad._array, ctx.weight_row):
+            if loops_take(grad if type(grad) is np.ndarray else grad._array, ctx.weight_row):
                 return _backward_loops(ctx, grad)
+        if type(grad) is not Tensor:  # (an array from the engine: the formula is on tensors)
+            grad = Tensor._make(grad, ctx.backend, ctx.device)
+        if ctx.weight_row is not None:
             _saved_as_tensors(ctx, grad)  # (a gradient the loops do not take: the formula)
         normalized, axes = ctx.normalized, ctx.axes
         g = grad if ctx.weight is None else grad * ctx.weight
@@ -115,23 +122,31 @@ def _saved_as_tensors(ctx: Context, grad: Tensor) -> None:
     ctx.inv_std = Tensor._make(ctx.inv_std_rows.reshape(stats_shape), ctx.backend, grad.device)
 
 
-def _backward_loops(ctx: Context, grad: Tensor):
+def _backward_loops(ctx: Context, grad):
+    """The input's, weight's and bias's gradients by the compiled loops: numpy arrays for a
+    numpy ``grad`` (the engine's usual way), tensors for a tensor (a tool watching each
+    operation, such as the profiler, passes tensors)."""
     from ..backends import layer_norm_loops as loops
 
-    x_hat, weight_row, g = ctx.normalized_rows, ctx.weight_row, grad._array
+    on_tensors = type(grad) is not np.ndarray
+    g = grad._array if on_tensors else grad
+    x_hat, weight_row = ctx.normalized_rows, ctx.weight_row
     grad_rows = (g if g.flags.c_contiguous else np.ascontiguousarray(g)).reshape(x_hat.shape)
     dtype = x_hat.dtype
-    shift, stretch = np.empty(x_hat.shape[0], dtype), np.empty(x_hat.shape[0], dtype)
-    loops.row_gradient_means(grad_rows, x_hat, weight_row, shift, stretch)
-    dx = np.empty_like(grad_rows)
-    affine_sums = np.zeros((2, x_hat.shape[1]))  # weight's and bias's gradients (float64)
-    loops.input_gradient(grad_rows, x_hat, weight_row, shift, stretch, ctx.inv_std_rows, dx,
-                         affine_sums[0], affine_sums[1])
-    backend, device = ctx.backend, grad.device
+    means = np.empty((2, x_hat.shape[0]), dtype)  # each row's mean(g) and mean(g·x̂)
+    loops.row_gradient_means(grad_rows, x_hat, weight_row, means[0], means[1])
     needs_x, needs_w, needs_b = ctx.needs_input_grad[:3]
-    affine_shape = g.shape[g.ndim - len(ctx.axes):]
-    dw = (Tensor._make(affine_sums[0].astype(dtype).reshape(affine_shape), backend, device)
-          if needs_w else None)
-    db = (Tensor._make(affine_sums[1].astype(dtype).reshape(affine_shape), backend, device)
-          if needs_b else None)
-    return (Tensor._make(dx.reshape(g.shape), backend, device) if needs_x else None), dw, db, None, None
+    dx = dw = db = None
+    if needs_x:
+        dx = np.empty_like(grad_rows)
+        loops.input_gradient(grad_rows, x_hat, weight_row, means[0], means[1], ctx.inv_std_rows, dx)
+        dx = dx.reshape(g.shape)
+    if needs_w or needs_b:
+        affine_sums = np.empty((2, x_hat.shape[1]))  # weight's and bias's gradients (float64)
+        loops.affine_gradients(grad_rows, x_hat, affine_sums)
+        affine = affine_sums.astype(dtype).reshape(2, *g.shape[g.ndim - len(ctx.axes):])
+        dw, db = (affine[0] if needs_w else None), (affine[1] if needs_b else None)
+    if on_tensors:
+        backend, device = ctx.backend, grad.device
+        dx, dw, db = (None if a is None else Tensor._make(a, backend, device) for a in (dx, dw, db))
+    return dx, dw, db, None, None
