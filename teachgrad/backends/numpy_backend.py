@@ -364,8 +364,19 @@ class NumpyBackend(Backend):
     def reduce(self, op, x, axes, keepdims):
         if op == "sum" and x.dtype == np.bool_:
             x = x.astype(np.int64)  # count the Trues (np.add on bools would be a logical or)
+        elif op == "sum" and (axes == (0,) or axes == 0) and x.ndim > 1 and x.size \
+                and self._one_pass(x):
+            return self._sum_over_first_axis(x, keepdims)
         # the ufuncs' own reduce: what np.sum/np.max call, minus their Python wrappers
         return _array(_REDUCE[op].reduce(x, axis=axes, keepdims=keepdims))
+
+    def _sum_over_first_axis(self, x: np.ndarray, keepdims: bool) -> np.ndarray:
+        """``x.sum(0)`` of a large C-contiguous float array (a bias's gradient, a batch's
+        sum) in one compiled pass with numpy's order of additions: the same bits."""
+        from . import pointwise_loops
+        out = np.empty(x.shape[1:], x.dtype)
+        pointwise_loops.sum_rows(x.reshape(x.shape[0], -1), out.reshape(-1))
+        return out.reshape((1, *x.shape[1:])) if keepdims else out
 
     def arg_reduce(self, op, x, axis, keepdims):
         fn = np.argmax if op == "argmax" else np.argmin

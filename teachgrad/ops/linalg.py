@@ -103,5 +103,7 @@ class Linear(Function):
         if needs_x:  # (one large product for a batch of sequences too, as forward)
             dx = grad @ weight if grad.ndim == 2 else (rows @ weight).reshape(*x.shape)
         dw = rows.mT @ x.reshape(-1, x.shape[-1]) if needs_w else None
-        db = rows.sum(0) if needs_b else None
+        db = None
+        if needs_b:  # (on arrays through the backend, whose sum over rows may be a compiled pass)
+            db = rows.sum(0) if type(rows) is Tensor else ctx.backend.reduce("sum", rows, (0,), False)
         return dx, dw, db
