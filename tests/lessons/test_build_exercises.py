@@ -79,6 +79,19 @@ def test_sum_to_shape_right_answers_are_accepted(right):
     assert ch02.check_sum_to_shape(right).passed
 
 
+def test_sum_to_shape_accepts_float32_rounding_of_a_long_sum(monkeypatch):
+    # seed 4146954170 draws a float32 gradient (4, 4, 2, 4, 4, 3) summed to (2, 4, 1, 3): 64
+    # numbers per sum, one dimension at a time, ended 1e-6 from numpy's all-at-once sum
+    # (an entry near zero), and the checker refused that right answer
+    from teachgrad.exercises import building
+
+    class Seed:
+        def integers(self, high):
+            return 4146954170
+    monkeypatch.setattr(building, "unseen_rng", lambda: Seed())
+    assert ch02.check_sum_to_shape(sum_one_dim_at_a_time).passed
+
+
 @pytest.mark.parametrize("wrong, says", [
     (keepdim_forgotten, "keepdim=True"),
     (mean_instead_of_sum, "sum, not mean"),
