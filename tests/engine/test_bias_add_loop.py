@@ -10,13 +10,18 @@ import teachgrad as tg
 from teachgrad.backends import pointwise_loops
 
 
+def _counted(monkeypatch, name: str) -> list:
+    """The shapes of the first array handed to ``pointwise_loops.<name>``, call by call."""
+    calls = []
+    real = getattr(pointwise_loops, name)
+    monkeypatch.setattr(pointwise_loops, name,
+                        lambda x, other: calls.append(x.shape) or real(x, other))
+    return calls
+
+
 @pytest.fixture
 def loop_calls(monkeypatch):
-    calls = []
-    real = pointwise_loops.add_rows
-    monkeypatch.setattr(pointwise_loops, "add_rows",
-                        lambda x, row: calls.append(x.shape) or real(x, row))
-    return calls
+    return _counted(monkeypatch, "add_rows")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -60,11 +65,7 @@ def test_other_operands_take_numpy(loop_calls):
 
 @pytest.fixture
 def sum_calls(monkeypatch):
-    calls = []
-    real = pointwise_loops.sum_rows
-    monkeypatch.setattr(pointwise_loops, "sum_rows",
-                        lambda x, out: calls.append(x.shape) or real(x, out))
-    return calls
+    return _counted(monkeypatch, "sum_rows")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
