@@ -147,24 +147,6 @@ def _float64_exponents(out, x, tanh_gelu):
         out[i] = _tanh_exponent(v, TANH_SCALE, TANH_CUBIC) if tanh_gelu else _density_exponent(v)
 
 
-def _subtract_row_max(out, rows):
-    """``out[r] = rows[r] - max(rows[r])`` (2-D, C order): what keeps ``exp`` from overflowing.
-
-    The maxima are attention's (``row_maxima``: eight running lanes the compiler
-    vectorises; the same maximum, bit for bit). A row holding a NaN comes out NaN either
-    way: whether or not the NaN is its maximum, ``exp`` of it is NaN, and so is the row's
-    sum (or log-sum) that every element then meets."""
-    from .attention_loops import row_maxima, subtract_rows
-
-    tops = np.empty(rows.shape[0], rows.dtype)
-    row_maxima(rows, tops)
-    # a copy, then attention's subtraction in place (a loop with an output of its own
-    # would check at run time whether the two overlap, and attention's in-place call
-    # would then take the loop's slow, element-by-element version)
-    out[...] = rows
-    subtract_rows(out, tops)
-
-
 @njit(**_ROW_SUM_OPTIONS)
 def _divide_by_row_sum(e):
     for r in range(e.shape[0]):
@@ -193,7 +175,9 @@ def softmax(x: np.ndarray, grad: np.ndarray | None) -> np.ndarray:
     rows = x.reshape(-1, x.shape[-1])
     out = np.empty_like(rows)
     if grad is None:
-        _subtract_row_max(out, rows)
+        from .loss_loops import shift_by_row_maxima
+
+        shift_by_row_maxima(rows, out)
         np.exp(out, out=out)
         _divide_by_row_sum(out)
     else:

@@ -85,15 +85,26 @@ def softmax_minus_one_hot(e, sums, target, scale, out):
         out[r, target[r]] -= scale[r]
 
 
+def shift_by_row_maxima(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[r] = x[r] - max(x[r])`` for 2-D C-ordered ``x`` (``out`` apart from it): what
+    keeps ``exp`` from overflowing. Returns the maxima.
+
+    A row holding a NaN comes out NaN downstream either way: whether or not the NaN is
+    its maximum, ``exp`` of it is NaN, and so is the row's sum (or log-sum) that every
+    element then meets."""
+    tops = np.empty(x.shape[0], x.dtype)
+    row_maxima(x, tops)
+    shift_rows(x, tops, out)
+    return tops
+
+
 def exp_shifted_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For 2-D C-ordered float ``x``: each row's maximum, ``exp(x - max)`` (numpy's exp, in
     place in the one new array) and the sums of its rows (float64)."""
-    rows = x.shape[0]
-    tops, sums = np.empty(rows, x.dtype), np.empty(rows)
-    row_maxima(x, tops)
     e = np.empty_like(x)
-    shift_rows(x, tops, e)
+    tops = shift_by_row_maxima(x, e)
     np.exp(e, out=e)
+    sums = np.empty(x.shape[0])
     row_sums(e, sums)
     return tops, e, sums
 

@@ -270,9 +270,8 @@ class NumpyBackend(Backend):
         """Whether ``x += row`` (a bias added to a layer's output) takes the compiled pass:
         ``x`` large and C-contiguous, ``row`` one contiguous row of ``x``'s length and
         dtype, apart from ``x``. The same additions in the same dtype: numpy's bits."""
-        return (x.nbytes >= self.one_pass_bytes and x.dtype in _LOOP_DTYPES
-                and row.dtype == x.dtype and x.shape[-1] == row.shape[0]
-                and x.flags.c_contiguous and row.flags.c_contiguous and x.flags.writeable
+        return (self._one_pass(x) and x.flags.writeable and row.dtype == x.dtype
+                and x.shape[-1] == row.shape[0] and row.flags.c_contiguous
                 and not np.may_share_memory(x, row))
 
     def addcmul_inplace(self, x, a, b, value):

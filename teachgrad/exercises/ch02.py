@@ -208,9 +208,7 @@ def _sum_to_shape_mismatch(got, grad: np.ndarray, shape: tuple, what: str) -> No
     lead = grad.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + k for k, n in enumerate(shape)
                                       if n == 1 and grad.shape[lead + k] != 1)
-    # the exact sum (float64), and how far any order of float additions may land from it
-    expected = grad.astype(np.float64).sum(axis=axes, keepdims=True).reshape(shape)
-    summed = int(np.prod([grad.shape[a] for a in axes], dtype=np.int64)) if grad.size else 0
+    expected = grad.astype(np.float64).sum(axis=axes, keepdims=True).reshape(shape)  # exact
     expect_true(isinstance(got, tg.Tensor), f"your function returned a {type(got).__name__} "
                 f"({what})", hint="return a teachgrad tensor: grad.sum(...) is one")
     got_shape = tuple(got.shape)
@@ -236,17 +234,18 @@ def _sum_to_shape_mismatch(got, grad: np.ndarray, shape: tuple, what: str) -> No
             "where shape has 1 but grad has more")
     expect_close(got, expected, what=f"summed gradient ({what})", hint=hint,
                  rtol=1e-5 if grad.dtype == np.float32 else 1e-10,
-                 atol=_rounding_bound(grad, axes, summed))
+                 atol=_rounding_bound(grad, axes))
 
 
-def _rounding_bound(grad: np.ndarray, axes: tuple, summed: int) -> float:
-    """The most that adding ``summed`` numbers of ``grad``'s dtype in any order can miss
-    their exact sum by (n·u·Σ|g|, u the dtype's unit roundoff), at least 1e-6: summing
+def _rounding_bound(grad: np.ndarray, axes: tuple) -> float:
+    """The most that adding up ``grad`` over ``axes`` (n numbers per sum) in any order can
+    miss the exact sums by (n·u·Σ|g|, u the dtype's unit roundoff), at least 1e-6: summing
     one dimension after another rounds differently from summing all at once, and a sum
     near zero has no relative accuracy to speak of. A wrong sum (a mean, a dimension
     left out) misses by far more."""
     if not axes or not grad.size:
         return 1e-6
+    summed = int(np.prod([grad.shape[a] for a in axes]))
     unit = float(np.finfo(grad.dtype).eps) / 2
     magnitude = float(np.abs(grad.astype(np.float64)).sum(axis=axes).max())
     return max(1e-6, 2 * summed * unit * magnitude)
