@@ -273,6 +273,10 @@ def check_sum_to_shape(sum_to_shape: Callable) -> Feedback:
         on((2,), (0, 2))
         on((1, 1), (2, 0), "float32")
 
+    def stretched_beside_kept() -> None:  # a stretched size-1 dimension before a kept one
+        on((2, 1, 1), (2, 4, 1))
+        on((1, 1, 1), (1, 3, 1), "float32", "expanded")
+
     def random(case) -> None:
         (shape, grad_shape), dtype, layout = case
         on(shape, grad_shape, dtype, layout, seed=len(shape) + 7 * len(grad_shape))
@@ -304,6 +308,9 @@ def check_sum_to_shape(sum_to_shape: Callable) -> Feedback:
              Test("empty gradients: a size-1 dimension broadcast to size 0 sums to zeros", empty),
              property_test("random shapes, float32 and float64, transposed and expanded "
                            "gradients", _broadcast_case, random, examples=60),
+             # (after the random shapes: the draw may miss a slip this case always shows)
+             Test("a stretched size-1 dimension beside one left at size 1: (2, 4, 1) -> "
+                  "(2, 1, 1)", stretched_beside_kept),
              Test("backward and gradcheck through broadcasting ops, with yours plugged in",
                   engine_runs_it)]
     return check("2.4", tests, candidate=sum_to_shape,

@@ -74,6 +74,17 @@ def changes_the_dtype(grad, shape):
     return sum_to_shape(grad, shape).double()
 
 
+def looks_at_the_wrong_size(grad, shape):
+    # asks whether grad.shape[extra - i] was stretched instead of grad.shape[extra + i]:
+    # right wherever i = 0 or the two sizes agree, so random shapes may miss it
+    extra = grad.ndim - len(shape)
+    dims = list(range(extra)) + [extra + i for i, n in enumerate(shape)
+                                 if n == 1 and grad.shape[extra - i] != 1]
+    if dims:
+        grad = grad.sum(dim=tuple(dims), keepdim=True)
+    return grad.reshape(shape)
+
+
 @pytest.mark.parametrize("right", [sum_to_shape, sum_one_dim_at_a_time])
 def test_sum_to_shape_right_answers_are_accepted(right):
     assert ch02.check_sum_to_shape(right).passed
@@ -102,6 +113,17 @@ def test_sum_to_shape_accepts_float32_rounding_of_a_long_sum(monkeypatch):
 ])
 def test_sum_to_shape_mistakes_are_named(wrong, says):
     _rejected(ch02.check_sum_to_shape(wrong), says)
+
+
+def test_sum_to_shape_that_checks_the_wrong_size_is_caught_whatever_the_draw(monkeypatch):
+    # random shapes catch it on most draws, not all: with a draw that shows nothing (a 0-d
+    # gradient), the fixed case after them still does
+    _rejected(ch02.check_sum_to_shape(looks_at_the_wrong_size))
+    monkeypatch.setattr(ch02, "_broadcast_case", lambda strategies: strategies.just(
+        (((), ()), "float64", "contiguous")))
+    assert ch02.check_sum_to_shape(sum_to_shape).passed
+    _rejected(ch02.check_sum_to_shape(looks_at_the_wrong_size),
+              "a stretched size-1 dimension beside one left at size 1")
 
 
 def test_sum_to_shape_that_fails_only_on_unseen_shapes_is_caught():
