@@ -126,6 +126,26 @@ class Tensor:
         t._retains_grad = False
         return t
 
+    @staticmethod
+    def _make_as(array: Any, like: "Tensor") -> "Tensor":
+        """``_make(array, like's backend, like's device)``, shorter when ``array`` has
+        ``like``'s own dtype (an elementwise result): the dtype and backend are like's."""
+        if array.dtype is not like._array.dtype:
+            return Tensor._make(array, like._backend, like.device)
+        t = _new_object(Tensor)
+        t._array = array
+        t.device = like.device
+        t.dtype = like.dtype
+        t._backend = like._backend
+        t.requires_grad = False
+        t._grad = None
+        t.grad_fn = None
+        t._output_nr = 0
+        t._version_counter = [0]
+        t._accumulate_node = None
+        t._retains_grad = False
+        return t
+
     # -- what a tensor is ------------------------------------------------------
     @property
     def array(self) -> Any:

@@ -210,6 +210,14 @@ def backward_steps(
     same steps but yields ``None`` for each instead of a record (what
     ``backward()`` uses: nobody reads the records, so it does not build them).
     """
+    roots = _roots(tensors, grad_tensors)
+    deps = _dependencies(roots)
+    rank = None if ORDER.fn is None else _learners_order(roots, deps)
+    return _run(roots, deps, rank, retain_graph, records)
+
+
+def _roots(tensors: Any, grad_tensors: Any) -> list:
+    """Where a backward pass starts, checked: (node, output index, gradient) per root."""
     if isinstance(tensors, function.Tensor):
         tensors = [tensors]
         grad_tensors = [grad_tensors]
@@ -221,9 +229,7 @@ def backward_steps(
     for t, g in _check_roots(tensors, grad_tensors):
         node = t.grad_fn if t.grad_fn is not None else t._accumulator()
         roots.append((node, t._output_nr, g))
-    deps = _dependencies(roots)
-    rank = None if ORDER.fn is None else _learners_order(roots, deps)
-    return _run(roots, deps, retain_graph, records, rank)
+    return roots
 
 
 def visiting_order(root: Any) -> list:
@@ -337,8 +343,8 @@ class _ReadyQueue:
 node_observer: Callable[[Any, list, Callable[[Any, list], list]], list] | None = None
 
 
-def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
-         records: bool = True, rank: dict | None = None) -> Iterator[BackwardStep | None]:
+def _run(roots: list, deps: dict[Any, int], rank: dict | None, retain_graph: bool,
+         records: bool = True) -> Iterator[BackwardStep | None]:
     """The steps of backprop. With ``rank`` (a checked topological order: node ->
     position) the ready node earliest in it runs next, which is that order itself."""
     buffers: dict[Any, list] = {}  # node -> the gradients arrived so far, one per output
@@ -383,8 +389,8 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
             if mine and pieces:
                 pieces.pop(id(g), None)
             _accumulate(node.variable, g, mine)
-            if node.post_hooks:
-                for hook in list(node.post_hooks):  # e.g. DDP: this gradient is ready to send
+            if node._post_hooks:
+                for hook in list(node._post_hooks):  # e.g. DDP: this gradient is ready to send
                     hook(node.variable)
             yield BackwardStep(index, node, tuple(grads), leaf=node.variable, rule=node.rule,
                                pending=len(heap)) if records else None
@@ -449,7 +455,7 @@ def _run(roots: list, deps: dict[Any, int], retain_graph: bool,
             if left == 0:
                 if g is None and all(b is None for b in buf):
                     buffers.pop(nxt)  # no gradient reached it: it has nothing to do
-                    _release_unreached(nxt, deps, buffers, ready)
+                    _release_unreached(nxt, deps, buffers, ready.push)
                 else:
                     heappush(heap, (-nxt.sequence if rank is None else rank[nxt],
                                     next(arrivals), nxt))  # ready.push(nxt)
@@ -487,18 +493,19 @@ def _as_tensors(node: Any, grads: list) -> list:
             for nr, g in enumerate(grads)]
 
 
-def _release_unreached(node: Any, deps: dict, buffers: dict, ready: _ReadyQueue) -> None:
-    """A node that received only ``None`` still counts as done for its inputs."""
+def _release_unreached(node: Any, deps: dict, buffers: dict, push: Callable[[Any], None]) -> None:
+    """A node that received only ``None`` still counts as done for its inputs (``push``
+    queues one that becomes ready with a gradient)."""
     for nxt, _ in node.next_functions:
         if nxt is None:
             continue
         deps[nxt] -= 1
         if deps[nxt] == 0:
             if nxt in buffers and any(b is not None for b in buffers[nxt]):
-                ready.push(nxt)
+                push(nxt)
             else:
                 buffers.pop(nxt, None)
-                _release_unreached(nxt, deps, buffers, ready)
+                _release_unreached(nxt, deps, buffers, push)
 
 
 def _run_pre_hooks(node: Any, grads: list) -> list:
@@ -608,13 +615,20 @@ def _formula_on_arrays(node: Node, grads: list, keep_arrays: bool) -> list:
                 if type(g) is ndarray and g.shape == shape and g.dtype is dtype.numpy:
                     if not keep_arrays:
                         checked[i] = function.Tensor._make(g, ctx.backend, device)
-                else:  # a scalar, a broadcast shape or another dtype: a tensor, checked as usual
-                    if not isinstance(g, function.Tensor):
-                        g = function.Tensor._make(asarray(g), ctx.backend, ctx.device)
-                    g = _validate(node, i, g)
+                else:
+                    g = _checked_tensor(node, i, g)
                     checked[i] = g._array if keep_arrays else g
         i += 1
     return checked
+
+
+def _checked_tensor(node: Node, i: int, g: Any) -> "Tensor":
+    """Gradient ``i`` from a formula run on arrays that is not already an array of its
+    input's shape and dtype (a scalar, a broadcast shape, another dtype, a tensor), as a
+    tensor checked and summed back to that shape as any backward's gradient is."""
+    if not isinstance(g, function.Tensor):
+        g = function.Tensor._make(asarray(g), node.ctx.backend, node.ctx.device)
+    return _validate(node, i, g)
 
 
 def _trim(node: Node, out: tuple) -> tuple:
@@ -685,7 +699,147 @@ def _own_copy(array: Any, backend: Any) -> Any:
 def run_backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool = False) -> None:
     """Backpropagate to the end: what ``tensor.backward()`` and ``tg.autograd.backward`` do.
 
-    The same generator the stepper drives, run to its end without step records (by a
-    ``deque`` that keeps nothing: a loop in C, not one turn of a Python loop per node).
+    Nobody reads step records here. When no leaf has a hook, no tool watches every
+    operation and the learner's ``autograd.order`` is not plugged in, the steps run in
+    :func:`_run_to_end`. Otherwise the generator the stepper drives runs to its end (by
+    a ``deque`` that keeps nothing: a loop in C).
     """
-    deque(backward_steps(tensors, grad_tensors, retain_graph, records=False), maxlen=0)
+    roots = _roots(tensors, grad_tensors)
+    if function.hooked_leaves == 0 and function.observer is None and ORDER.fn is None:
+        _run_to_end(roots, retain_graph)
+    else:
+        deps = _dependencies(roots)
+        rank = None if ORDER.fn is None else _learners_order(roots, deps)
+        deque(_run(roots, deps, rank, retain_graph, records=False), maxlen=0)
+
+
+def _run_to_end(roots: list, retain_graph: bool) -> None:
+    """The steps of ``backward()`` when no leaf has a hook: the nodes in the order
+    :func:`_run` runs them, on the same numbers, in one loop and without counting
+    dependencies first.
+
+    ``_run`` runs, among the nodes whose gradients are complete, the one made last.
+    That is the node made last among all the nodes still to run: every node that sends
+    it a gradient was made after it, so has run already. So this loop keeps no counts:
+    a node joins the heap with its first gradient and runs when it is the latest made
+    in the heap. A leaf's accumulator, which ``_run`` runs as soon as its gradient is
+    complete, runs here at the end, each in the order its first gradient came: with no
+    hook on any leaf nothing can tell the difference. A node whose saved tensors an
+    earlier backward freed is refused when its turn comes (before any leaf's ``.grad``
+    changes), as PyTorch refuses it.
+
+    Formulas marked ``formula_on_arrays`` run on the arrays (their gradients stay arrays
+    between such nodes and into a leaf), any other runs on tensors through
+    :func:`_call_backward`; owned arrays and split's pieces are handled as in ``_run``.
+    """
+    buffers: dict[Any, list] = {}  # node -> the gradients arrived so far, one per output
+    heap: list = []  # (-sequence, arrival, node)
+    arrivals = itertools.count()
+    for node, nr, g in roots:
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node.num_outputs
+            if type(node) is Node:
+                heappush(heap, (-node.sequence, next(arrivals), node))
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    owned: dict[int, Any] = {}  # (as in _run)
+    pieces: dict[int, Pieces] = {}
+    enabled = grad_mode._enabled  # (backward may run inside no_grad: restored at the end)
+    grad_mode._enabled = False  # no backward formula is recorded (hooks run with it as it was)
+    try:
+        _run_nodes(heap, buffers, owned, pieces, retain_graph, enabled)
+    finally:
+        grad_mode._enabled = enabled
+    for leaf, grads in buffers.items():  # (what is left: the leaves' accumulators)
+        g = grads[0]
+        if g is not None:
+            mine = bool(owned) and owned.get(id(g)) is g
+            _accumulate(leaf.variable, g, mine)
+
+
+def _run_nodes(heap: list, buffers: dict, owned: dict, pieces: dict, retain_graph: bool,
+               enabled: bool) -> None:
+    """:func:`_run_to_end`'s loop over the nodes (grad mode off), the leaves left out."""
+    arrivals = itertools.count(len(heap))
+    while heap:
+        node = heappop(heap)[2]
+        ctx = node.ctx
+        if ctx._saved is None:
+            raise RuntimeError(FREED_GRAPH_MESSAGE)
+        grads = buffers.pop(node)
+        if owned:  # (its backward may pass them on: no longer ours)
+            if len(grads) == 1:  # (disown written out for one output)
+                g = grads[0]
+                if owned.pop(id(g), None) is not None and pieces:
+                    pieces.pop(id(g), None)
+            else:
+                disown(grads, owned, pieces)
+        if node._pre_hooks:
+            grad_mode._enabled = enabled
+            try:
+                grads = _run_pre_hooks(node, _as_tensors(node, grads))
+            finally:
+                grad_mode._enabled = False
+        unchecked = False  # True for a formula's own result, which the loop below checks
+        if not node.on_arrays:
+            grad_inputs = _call_backward(node, grads)
+        elif pieces and node.function.gradient_block is not None \
+                and add_piece(node, grads[0], buffers, owned, pieces):
+            grad_inputs = SENT_ALREADY
+        elif len(grads) == 1:  # _formula_on_arrays written out for one output (the usual case)
+            g = grads[0]
+            ctx._arrays = True
+            try:
+                grad_inputs = node.function.backward(ctx, g if type(g) is ndarray else g._array)
+            finally:
+                ctx._arrays = False
+            if type(grad_inputs) is not tuple:
+                grad_inputs = (grad_inputs,)
+            if len(grad_inputs) != len(node.next_functions):
+                grad_inputs = _trim(node, grad_inputs)
+            unchecked = True
+        else:
+            grad_inputs = _formula_on_arrays(node, grads, True)
+        if not retain_graph:
+            ctx._saved = None  # what it saved is no longer needed
+            ctx._out = None  # nor the output it kept (tanh's): its memory can go
+        i = -1
+        for (nxt, nr), g, meta in zip(node.next_functions, grad_inputs, node.input_meta):
+            i += 1
+            if g is None or nxt is None:
+                continue
+            if unchecked and not (type(g) is ndarray and g.shape == meta[0]
+                                  and g.dtype is meta[1].numpy):
+                g = _checked_tensor(node, i, g)._array
+            buf = buffers.get(nxt)
+            if buf is None:
+                buf = buffers[nxt] = [None] * nxt.num_outputs
+                if type(nxt) is Node:
+                    heappush(heap, (-nxt.sequence, next(arrivals), nxt))
+            held = buf[nr]
+            if nxt.on_arrays and not nxt._pre_hooks:
+                if type(g) is not ndarray:  # (a tensor from a formula run on tensors)
+                    g = g._array
+                if held is None:
+                    buf[nr] = g
+                    if node.function.fresh_gradients and g.base is None:
+                        # a new array, for this buffer only (an array met twice: for none)
+                        owned[id(g)] = g if id(g) not in owned else None
+                        if node.function.gradient_block is not None:
+                            first_piece(node, g, pieces)
+                elif owned.get(id(held)) is held:  # ours alone: the sum goes into it
+                    add(held, g, out=held)
+                    if pieces:
+                        pieces.pop(id(held), None)  # (no longer pieces only)
+                else:  # (numpy gives a 0-d sum as a scalar: asarray keeps an array)
+                    if type(held) is not ndarray:  # (a root's own gradient, a tensor)
+                        held = held._array
+                    held = add(held, g)
+                    held = buf[nr] = held if type(held) is ndarray else asarray(held)
+                    owned[id(held)] = held  # (a new array, this buffer's alone)
+            else:
+                if type(g) is ndarray:  # (an array from a formula run on arrays)
+                    g = function.Tensor._make(g, ctx.backend, meta[2])
+                if held is not None and type(held) is ndarray:
+                    held = buf[nr] = _tensor_for(nxt, nr, held)
+                buf[nr] = g if held is None else _add_grads(held, g)

@@ -9,6 +9,7 @@ of the inputs. That node is the tensor's ``grad_fn``.
 from __future__ import annotations
 
 import itertools
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -16,6 +17,8 @@ import numpy as np
 from .. import cuda_devices
 from ..backends import get_backend
 from ..backends.low_precision import LOW_NUMPY, low_precision, narrow
+from ..backends.numpy_backend import kept_number
+from ..backends.numpy_backend import _ONE as _ONES  # 1 as a 0-d array of each float dtype
 from ..device import CPU, Device, mismatch_error
 from ..dtypes import LOW_PRECISION
 from . import grad_mode
@@ -106,7 +109,11 @@ class Context:
             if (va is not None and a._version_counter[0] != va) or (
                     vb is not None and b._version_counter[0] != vb):
                 self._changed_in_place(saved, versions)
-            if self._arrays:
+            if self._arrays:  # (a Python float beside an array: numpy's kept 0-d array)
+                if type(b) is float:
+                    return a._array, kept_number(b, a._array.dtype)
+                if type(a) is float:
+                    return kept_number(a, b._array.dtype), b._array
                 return (a._array if isinstance(a, Tensor) else a,
                         b._array if isinstance(b, Tensor) else b)
             return _widened(saved) if self._widen else saved
@@ -149,6 +156,15 @@ class Context:
     @out.setter
     def out(self, value: Any) -> None:
         self._out = value
+
+    @property
+    def one(self) -> Any:
+        """The number 1 for a backward formula (``grad * (ctx.one - t * t)``): ``1.0``,
+        or while the formula runs on numpy arrays the kept 0-d array of 1 in the output's
+        dtype (the same bits: numpy would convert a Python 1 at every call, 0.7 µs)."""
+        if self._arrays:
+            return _ONES.get(self._out.dtype, 1.0)
+        return 1.0
 
     @property
     def output(self) -> Any:
@@ -235,7 +251,7 @@ class Node:
 class AccumulateGrad:
     """The end of the line for a leaf: adds the incoming gradient into ``.grad``."""
 
-    __slots__ = ("variable", "_pre_hooks", "post_hooks", "sequence", "__weakref__")
+    __slots__ = ("variable", "_pre_hooks", "_post_hooks", "_counted", "sequence", "__weakref__")
     next_functions: tuple = ()
     num_outputs = 1
     rule = "leaf.grad += incoming grad"
@@ -243,10 +259,39 @@ class AccumulateGrad:
     def __init__(self, variable: "Tensor") -> None:
         self.variable = variable
         self._pre_hooks: dict[int, list[Callable]] | None = None  # made on first use
-        self.post_hooks: list[Callable] = []  # called with the leaf once .grad is updated
+        self._post_hooks: list[Callable] = []  # called with the leaf once .grad is updated
+        self._counted = False  # whether hooked_leaves counts it
         self.sequence = float("inf")  # leaves take their gradient as soon as it is ready
 
-    pre_hooks = Node.pre_hooks
+    @property
+    def pre_hooks(self) -> dict[int, list[Callable]]:
+        """Hooks on the leaf's gradient (``leaf.register_hook``), made on first use."""
+        if self._pre_hooks is None:
+            self._count()
+            self._pre_hooks = {}
+        return self._pre_hooks
+
+    @pre_hooks.setter
+    def pre_hooks(self, hooks: dict[int, list[Callable]]) -> None:
+        self._count()
+        self._pre_hooks = hooks
+
+    @property
+    def post_hooks(self) -> list[Callable]:
+        """Called with the leaf once its ``.grad`` is updated
+        (``leaf.register_post_accumulate_grad_hook``)."""
+        self._count()
+        return self._post_hooks
+
+    def _count(self) -> None:
+        """Count this accumulator among those that may hold hooks, for as long as it lives:
+        ``backward()`` then runs each leaf's step as soon as its gradient is complete
+        (``autograd/engine.py``), where with none it may add every leaf's at the end."""
+        global hooked_leaves
+        if not self._counted:
+            self._counted = True
+            hooked_leaves += 1
+            weakref.finalize(self, _uncount)
 
     @property
     def on_arrays(self) -> bool:
@@ -259,6 +304,16 @@ class AccumulateGrad:
 
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+#: How many living leaf accumulators were handed hooks (or their hook lists): while none
+#: was, no leaf can tell when its gradient arrives, and ``backward()`` adds them last.
+hooked_leaves = 0
+
+
+def _uncount() -> None:
+    global hooked_leaves
+    hooked_leaves -= 1
 
 
 _NO_EDGE = (None, 0)
@@ -430,6 +485,13 @@ class Function(metaclass=_FunctionMeta):
         return outputs
 
 
+# apply_plain's needs_input_grad, one tuple each (made once: nothing changes them)
+_NEEDS_ONE, _NEEDS_NONE = (True,), (False,)
+_NEEDS_BOTH, _NEEDS_FIRST = (True, True), (True, False)
+_NEEDS_SECOND, _NEEDS_NEITHER = (False, True), (False, False)
+_NO_VALUES = (None,)  # a large output's output_values
+
+
 def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     """``cls._apply(*args)`` while recording, for the lean path's plain operands only.
 
@@ -448,36 +510,43 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     ctx.backend = backend
     ctx.device = device
     if len(args) == 1:
-        needs = (like.requires_grad,)
+        needs = _NEEDS_ONE if like.requires_grad else _NEEDS_NONE
     else:
         a, b = args
-        needs = (type(a) is not float and a.requires_grad, type(b) is not float and b.requires_grad)
+        if type(a) is not float and a.requires_grad:
+            needs = _NEEDS_BOTH if type(b) is not float and b.requires_grad else _NEEDS_FIRST
+        else:
+            needs = _NEEDS_SECOND if type(b) is not float and b.requires_grad else _NEEDS_NEITHER
     ctx.needs_input_grad = needs
     if True not in needs:  # nothing to record: forward alone, as _apply would
         ctx._recording = False
-        return Tensor._make(cls.forward(ctx, *args), backend, device)
+        return Tensor._make_as(cls.forward(ctx, *args), like)
     grad_mode._enabled = False  # forward's own tensor operations are not recorded
     try:
         array = cls.forward(ctx, *args)
     finally:
         grad_mode._enabled = True
-    out = Tensor._make(array, backend, device)
-    meta = (array.shape, out.dtype, device)  # every tensor operand's too (see above)
+    out = Tensor._make_as(array, like)
+    # every tensor operand's (shape, dtype, device) too (see above); one tuple of it serves
+    # as the input and output metas, which nothing changes
+    metas = ((array.shape, out.dtype, device),)
     node = _new_object(Node)  # its fields written out as Node.__init__ writes them
     if len(args) == 1:
-        node.next_functions = (_edge(like),)
-        node.input_meta = (meta,)
+        node.next_functions = ((like.grad_fn, like._output_nr) if like.grad_fn is not None
+                               else _edge(like),)
+        node.input_meta = metas
         node.constants = ()
     else:
         node.next_functions = (_edge(a), _edge(b))
-        node.input_meta = (None if type(a) is float else meta, None if type(b) is float else meta)
+        node.input_meta = (None if type(a) is float else metas[0],
+                           None if type(b) is float else metas[0])
         # (an operand that needs a gradient is no constant: two of them, nothing to look at)
-        node.constants = () if needs[0] and needs[1] else _constant(0, a) + _constant(1, b)
+        node.constants = () if needs is _NEEDS_BOTH else _constant(0, a) + _constant(1, b)
     node.function = cls
     node.ctx = ctx
     node.num_outputs = 1
-    node.output_meta = (meta,)
-    node.output_values = (array if array.size <= SMALL_OUTPUT else None,)
+    node.output_meta = metas
+    node.output_values = (array,) if array.size <= SMALL_OUTPUT else _NO_VALUES
     node.sequence = next(_sequence)
     node._pre_hooks = None
     node.module_path = module_path

@@ -48,11 +48,10 @@ def binary_method(op: str, full: Callable[[Any, Any], Any], fn: type[function.Fu
                     return fn.apply(*args)
                 if grad_mode._enabled:
                     return function.apply_plain(fn, args, self)
-                backend = self._backend
                 x, y = args  # (a Python number here is a float: see above)
-                return function.Tensor._make(
-                    backend.binary(op, x if type(x) is float else x._array,
-                                   y if type(y) is float else y._array), backend, self.device)
+                return function.Tensor._make_as(self._backend.binary(
+                    op, x if type(x) is float else x._array, y if type(y) is float else y._array),
+                    self)
         return full(other, self) if reflected else full(self, other)
     method.__name__ = f"__r{op}__" if reflected else f"__{op}__"
     method.__doc__ = full.__doc__
@@ -70,8 +69,7 @@ def unary_method(op: str, full: Callable[[Any], Any],
                 return fn.apply(self)
             if grad_mode._enabled:
                 return function.apply_plain(fn, (self,), self)
-            backend = self._backend
-            return function.Tensor._make(backend.unary(op, self._array), backend, self.device)
+            return function.Tensor._make_as(self._backend.unary(op, self._array), self)
         return full(self)
     method.__name__ = full.__name__
     method.__doc__ = full.__doc__

@@ -132,6 +132,18 @@ def _number_operand(value: float, table: dict, dtype: np.dtype) -> float | np.nd
     return array
 
 
+def kept_number(value: float, dtype: np.dtype) -> float | np.ndarray:
+    """``value`` as an operand beside a numpy array of ``dtype``: the kept read-only 0-d
+    array of that dtype (numpy converts a Python number at every call, 0.7 µs), or the
+    number itself where the array could differ (see _number_operand), or for a dtype
+    that keeps none. Either way ``array * kept_number(v, array.dtype)`` is
+    ``array * v`` to the bit."""
+    table = _NUMBER_OPERANDS.get(dtype)
+    if table is None:
+        return value
+    return table.get(value) or _number_operand(value, table, dtype)
+
+
 #: A read-only array of zeros per dtype, grown to the largest relu input up to 1 MiB:
 #: filling a fresh one for every call cost as much as the maximum itself.
 _ZEROS: dict[np.dtype, np.ndarray] = {}

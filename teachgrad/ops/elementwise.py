@@ -242,7 +242,7 @@ class Tanh(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         t = ctx.output
-        return grad * (1 - t * t)
+        return grad * (ctx.one - t * t)
 
 
 class Sigmoid(Function):
@@ -258,7 +258,7 @@ class Sigmoid(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         s = ctx.output
-        return grad * s * (1 - s)
+        return grad * s * (ctx.one - s)
 
 
 class Relu(Function):
