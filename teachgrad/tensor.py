@@ -8,6 +8,7 @@ and ``grad_fn`` (the graph node that made it). All arithmetic is defined in
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -46,12 +47,18 @@ class Size(tuple):
 class _RemovableHandle:
     """What ``register_hook`` returns: call ``.remove()`` to take the hook off."""
 
-    def __init__(self, hooks: list, hook: Callable) -> None:
+    def __init__(self, hooks: list, hook: Callable, owner: Any = None) -> None:
         self._hooks, self._hook = hooks, hook
+        # a leaf's AccumulateGrad, told when a hook comes off (weakly: a handle kept
+        # around must not keep the leaf alive)
+        self._owner = None if owner is None else weakref.ref(owner)
 
     def remove(self) -> None:
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
+            owner = None if self._owner is None else self._owner()
+            if owner is not None:
+                owner._hooks_removed()
 
 
 class Tensor:
@@ -358,7 +365,7 @@ class Tensor:
         node = self.grad_fn if self.grad_fn is not None else self._accumulator()
         hooks = node.pre_hooks.setdefault(self._output_nr, [])
         hooks.append(hook)
-        return _RemovableHandle(hooks, hook)
+        return _RemovableHandle(hooks, hook, node if self.grad_fn is None else None)
 
     def register_post_accumulate_grad_hook(
             self, hook: Callable[["Tensor"], None]) -> _RemovableHandle:
@@ -373,9 +380,10 @@ class Tensor:
             raise RuntimeError(
                 "post accumulate grad hooks cannot be registered on non-leaf tensors: "
                 "a non-leaf has no .grad to accumulate into. Fix: use register_hook(hook)")
-        hooks = self._accumulator().post_hooks
+        node = self._accumulator()
+        hooks = node.post_hooks
         hooks.append(hook)
-        return _RemovableHandle(hooks, hook)
+        return _RemovableHandle(hooks, hook, node)
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` on this non-leaf tensor after backward (leaves always keep it)."""
@@ -384,7 +392,6 @@ class Tensor:
                                "no gradient. Fix: make it from inputs that require grad")
         if self.is_leaf or self._retains_grad:
             return
-        import weakref
         ref = weakref.ref(self)
 
         def keep(grad: Tensor) -> None:

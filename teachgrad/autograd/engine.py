@@ -509,7 +509,7 @@ def _release_unreached(node: Any, deps: dict, buffers: dict, push: Callable[[Any
 
 
 def _run_pre_hooks(node: Any, grads: list) -> list:
-    for nr, hooks in node.pre_hooks.items():
+    for nr, hooks in node._pre_hooks.items():
         # retain_grad's hook goes last, so .grad shows what the other hooks made of it
         for hook in sorted(hooks, key=lambda h: getattr(h, "retains_grad", False)):
             if grads[nr] is None:
@@ -763,7 +763,7 @@ def _run_nodes(heap: list, buffers: dict, owned: dict, pieces: dict, retain_grap
     arrivals = itertools.count(len(heap))
     while heap:
         node = heappop(heap)[2]
-        ctx = node.ctx
+        ctx = node._ctx or node  # (node.ctx written out)
         if ctx._saved is None:
             raise RuntimeError(FREED_GRAPH_MESSAGE)
         grads = buffers.pop(node)

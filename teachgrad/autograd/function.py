@@ -186,22 +186,26 @@ class Context:
         self.materialize_grads = value
 
 
-class Node:
+class Node(Context):
     """One recorded operation in the graph (what ``tensor.grad_fn`` is).
 
     ``next_functions`` lists, in argument order, where each input's gradient
     goes: the input's own ``grad_fn``, an :class:`AccumulateGrad` for a leaf that
     requires grad, or ``None``. An input used twice appears twice.
+
+    ``ctx`` is the :class:`Context` its Function's forward filled. An elementwise
+    operation recorded by :func:`apply_plain` has the node itself as its context (one
+    object per operation, not two, as PyTorch's nodes are their own ``ctx``).
     """
 
-    __slots__ = ("function", "ctx", "next_functions", "input_meta", "num_outputs",
+    __slots__ = ("function", "_ctx", "next_functions", "input_meta", "num_outputs",
                  "output_meta", "sequence", "_pre_hooks", "output_values", "module_path",
-                 "constants", "on_arrays", "__weakref__")
+                 "constants", "on_arrays")
 
     def __init__(self, function: type["Function"], ctx: Context, edges: tuple, input_meta: tuple,
                  outputs: tuple, constants: tuple = (), on_arrays: bool = False) -> None:
         self.function = function
-        self.ctx = ctx
+        self._ctx = ctx
         # whether the engine may run this node's backward formula on backend arrays:
         # the Function allows it, the backend's arrays compute like its primitives, and
         # every tensor input has one dtype (so array arithmetic promotes nothing)
@@ -224,6 +228,12 @@ class Node:
         self.sequence = next(_sequence)
         self._pre_hooks: dict[int, list[Callable]] | None = None  # made on first use
         self.module_path = module_path  # the modules that were running when it was made
+
+    @property
+    def ctx(self) -> Context:
+        """What forward saved for backward (this node itself when it was its own context)."""
+        ctx = self._ctx
+        return self if ctx is None else ctx
 
     @property
     def pre_hooks(self) -> dict[int, list[Callable]]:
@@ -260,14 +270,14 @@ class AccumulateGrad:
         self.variable = variable
         self._pre_hooks: dict[int, list[Callable]] | None = None  # made on first use
         self._post_hooks: list[Callable] = []  # called with the leaf once .grad is updated
-        self._counted = False  # whether hooked_leaves counts it
+        self._counted: Any = None  # while hooked_leaves counts it: the finalizer that uncounts
         self.sequence = float("inf")  # leaves take their gradient as soon as it is ready
 
     @property
     def pre_hooks(self) -> dict[int, list[Callable]]:
         """Hooks on the leaf's gradient (``leaf.register_hook``), made on first use."""
+        self._count()  # (whoever asks for the dict may add a hook to it)
         if self._pre_hooks is None:
-            self._count()
             self._pre_hooks = {}
         return self._pre_hooks
 
@@ -284,14 +294,24 @@ class AccumulateGrad:
         return self._post_hooks
 
     def _count(self) -> None:
-        """Count this accumulator among those that may hold hooks, for as long as it lives:
-        ``backward()`` then runs each leaf's step as soon as its gradient is complete
-        (``autograd/engine.py``), where with none it may add every leaf's at the end."""
+        """Count this accumulator among those that may hold hooks, until it dies or its
+        last hook is removed: ``backward()`` then runs each leaf's step as soon as its
+        gradient is complete (``autograd/engine.py``), where with none it may add every
+        leaf's at the end."""
         global hooked_leaves
-        if not self._counted:
-            self._counted = True
+        if self._counted is None:
             hooked_leaves += 1
-            weakref.finalize(self, _uncount)
+            self._counted = weakref.finalize(self, _uncount)
+
+    def _hooks_removed(self) -> None:
+        """A hook was taken off (its handle's ``remove()``): stop counting this
+        accumulator once it holds none."""
+        global hooked_leaves
+        if self._counted is not None and not self._post_hooks and not any(
+                (self._pre_hooks or {}).values()):
+            self._counted.detach()
+            self._counted = None
+            hooked_leaves -= 1
 
     @property
     def on_arrays(self) -> bool:
@@ -506,7 +526,8 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     if device.index is not None and device.index != cuda_devices.current_index():
         with cuda_devices.using(device.index):  # the device guard, as in _apply
             return apply_plain(cls, args, like)
-    ctx = _new_object(Context)
+    # the node is its own context (see Node): made first, for forward to fill
+    ctx = node = _new_object(Node)
     ctx.backend = backend
     ctx.device = device
     if len(args) == 1:
@@ -530,7 +551,7 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     # every tensor operand's (shape, dtype, device) too (see above); one tuple of it serves
     # as the input and output metas, which nothing changes
     metas = ((array.shape, out.dtype, device),)
-    node = _new_object(Node)  # its fields written out as Node.__init__ writes them
+    # its fields written out as Node.__init__ writes them
     if len(args) == 1:
         node.next_functions = ((like.grad_fn, like._output_nr) if like.grad_fn is not None
                                else _edge(like),)
@@ -543,7 +564,7 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
         # (an operand that needs a gradient is no constant: two of them, nothing to look at)
         node.constants = () if needs is _NEEDS_BOTH else _constant(0, a) + _constant(1, b)
     node.function = cls
-    node.ctx = ctx
+    node._ctx = None
     node.num_outputs = 1
     node.output_meta = metas
     node.output_values = (array,) if array.size <= SMALL_OUTPUT else _NO_VALUES

@@ -237,16 +237,26 @@ def test_a_hook_on_a_leaf_sends_backward_through_the_stepper(loops):
     assert loops == {"to_end": 1, "steps": 1}
 
 
-def test_reading_a_leafs_hooks_counts_it_too():
+def test_a_leaf_is_counted_while_it_holds_hooks(loops):
     before = function.hooked_leaves
     x = tg.tensor([1.0], requires_grad=True)
-    x.register_hook(lambda g: g * 2)  # (a hook on the leaf's gradient)
-    assert function.hooked_leaves == before + 1
+    first = x.register_hook(lambda g: g * 2)  # (a hook on the leaf's gradient)
+    second = x.register_post_accumulate_grad_hook(lambda t: None)
+    assert function.hooked_leaves == before + 1  # (one leaf, counted once)
     (x * 5).sum().backward()
-    assert x.grad.tolist() == [10.0]
+    assert x.grad.tolist() == [10.0] and loops == {"to_end": 0, "steps": 1}
+    first.remove()
+    assert function.hooked_leaves == before + 1  # (it still holds one)
+    second.remove()
+    second.remove()  # (twice: nothing more happens)
+    assert function.hooked_leaves == before
+    (x * 5).sum().backward()
+    assert x.grad.tolist() == [15.0] and loops == {"to_end": 1, "steps": 1}
+    x.register_hook(lambda g: g * 0)
+    assert function.hooked_leaves == before + 1
     del x
     gc.collect()
-    assert function.hooked_leaves == before
+    assert function.hooked_leaves == before  # (or until it dies)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
