@@ -1,10 +1,12 @@
-"""The backward engine: one implementation, run to the end or one step at a time.
+"""The backward engine: run to the end or one step at a time.
 
 :func:`backward_steps` is a generator. Each ``next()`` runs the backward of one
 node and yields a :class:`BackwardStep` describing it: which node ran, the
 gradient that arrived at it, and the gradients it sent to each of its inputs.
-``tensor.backward()`` simply exhausts that generator, so a step-by-step viewer
-sees exactly what ``backward()`` does, in the same order.
+``tensor.backward()`` runs the same steps, in the same order, in a loop of its own
+(:func:`_run_to_end`, which needs no step records), so a step-by-step viewer sees
+exactly what ``backward()`` does; the tests hold the two to the same gradients, bit
+for bit, and the same order.
 
 Order: a node runs once every node that sends it a gradient has run (its
 dependency count drops to zero). Among ready nodes the most recently created
