@@ -22,14 +22,14 @@ from heapq import heappop, heappush
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from numpy import add, asarray, ndarray
+from numpy import asarray, ndarray
 
 from .. import dtypes
 from ..backends import get_backend
 from ..cuda_devices import current_index, on_tensors_device, using
 from . import function, grad_mode, parts
 from .function import FREED_GRAPH_MESSAGE, AccumulateGrad, Node
-from .pieces import SENT_ALREADY, Pieces, add_piece, disown, first_piece
+from .pieces import SENT_ALREADY, Pieces, add_piece, disown, merged, own_new
 
 if TYPE_CHECKING:  # pragma: no cover
     # the class tensor.py hands to autograd.function (tensor.py is built on this module)
@@ -431,27 +431,11 @@ def _run(roots: list, deps: dict[Any, int], rank: dict | None, retain_graph: boo
                     if held is None:
                         buf[nr] = g
                         if node.function.fresh_gradients and g.base is None:
-                            # a new array, for this buffer only (an array met twice: for none)
-                            owned[id(g)] = g if id(g) not in owned else None
-                            if node.function.gradient_block is not None:
-                                first_piece(node, g, pieces)
-                    elif owned.get(id(held)) is held:  # ours alone: the sum goes into it
-                        add(held, g, out=held)
-                        if pieces:
-                            pieces.pop(id(held), None)  # (no longer pieces only)
-                    else:  # (numpy gives a 0-d sum as a scalar: asarray keeps an array)
-                        if type(held) is not ndarray:  # (a root's own gradient, a tensor)
-                            held = held._array
-                        held = add(held, g)
-                        held = buf[nr] = held if type(held) is ndarray else asarray(held)
-                        owned[id(held)] = held  # (a new array, this buffer's alone)
+                            own_new(node, g, owned, pieces)
+                    else:
+                        buf[nr] = merged(held, g, owned, pieces)
                 else:
-                    if type(g) is ndarray:  # (an array from a formula run on arrays)
-                        g = function.Tensor._make(g, node.ctx.backend, meta[2])
-                    held = buf[nr]
-                    if held is not None and type(held) is ndarray:
-                        held = buf[nr] = _tensor_for(nxt, nr, held)
-                    buf[nr] = g if held is None else _add_grads(held, g)
+                    _send_tensor(buf, nr, nxt, g, node.ctx, meta)
             left = deps[nxt] - 1
             deps[nxt] = left
             if left == 0:
@@ -464,6 +448,18 @@ def _run(roots: list, deps: dict[Any, int], rank: dict | None, retain_graph: boo
         yield BackwardStep(index, node, tuple(grads), tuple(grad_inputs), tuple(accumulated),
                            rule=node.rule, pending=len(heap)) if records else None
         index += 1
+
+
+def _send_tensor(buf: list, nr: int, nxt: Any, g: Any, ctx: Any, meta: tuple) -> None:
+    """Put gradient ``g`` (a tensor, or an array from a formula run on arrays: made a tensor
+    of ``ctx``'s backend on the input's device, ``meta[2]``) into ``nxt``'s buffer ``buf``
+    at output ``nr``, added to what is there (made a tensor too if it is an array)."""
+    if type(g) is ndarray:
+        g = function.Tensor._make(g, ctx.backend, meta[2])
+    held = buf[nr]
+    if held is not None and type(held) is ndarray:
+        held = buf[nr] = _tensor_for(nxt, nr, held)
+    buf[nr] = g if held is None else _add_grads(held, g)
 
 
 @on_tensors_device
@@ -818,30 +814,17 @@ def _run_nodes(heap: list, buffers: dict, owned: dict, pieces: dict, retain_grap
                 buf = buffers[nxt] = [None] * nxt.num_outputs
                 if type(nxt) is Node:
                     heappush(heap, (-nxt.sequence, next(arrivals), nxt))
-            held = buf[nr]
+            # the array kept, as _run keeps it (written out here, not a call: a call per
+            # edge would cost this loop 3% on a small graph)
             if nxt.on_arrays and not nxt._pre_hooks:
                 if type(g) is not ndarray:  # (a tensor from a formula run on tensors)
                     g = g._array
+                held = buf[nr]
                 if held is None:
                     buf[nr] = g
                     if node.function.fresh_gradients and g.base is None:
-                        # a new array, for this buffer only (an array met twice: for none)
-                        owned[id(g)] = g if id(g) not in owned else None
-                        if node.function.gradient_block is not None:
-                            first_piece(node, g, pieces)
-                elif owned.get(id(held)) is held:  # ours alone: the sum goes into it
-                    add(held, g, out=held)
-                    if pieces:
-                        pieces.pop(id(held), None)  # (no longer pieces only)
-                else:  # (numpy gives a 0-d sum as a scalar: asarray keeps an array)
-                    if type(held) is not ndarray:  # (a root's own gradient, a tensor)
-                        held = held._array
-                    held = add(held, g)
-                    held = buf[nr] = held if type(held) is ndarray else asarray(held)
-                    owned[id(held)] = held  # (a new array, this buffer's alone)
+                        own_new(node, g, owned, pieces)
+                else:
+                    buf[nr] = merged(held, g, owned, pieces)
             else:
-                if type(g) is ndarray:  # (an array from a formula run on arrays)
-                    g = function.Tensor._make(g, ctx.backend, meta[2])
-                if held is not None and type(held) is ndarray:
-                    held = buf[nr] = _tensor_for(nxt, nr, held)
-                buf[nr] = g if held is None else _add_grads(held, g)
+                _send_tensor(buf, nr, nxt, g, ctx, meta)

@@ -1,7 +1,8 @@
 """Gradients the backward engine holds alone, and split's pieces added into one array.
 
 While ``backward()`` keeps gradients as numpy arrays (no step records, no tool watching),
-``engine._run`` notes which arrays in its buffers nothing else holds: a new array from a
+its loop (``engine._run_to_end``, or ``engine._run`` when a leaf has hooks) notes which
+arrays in its buffers nothing else holds: a new array from a
 ``fresh_gradients`` node, or a sum the engine made. A second gradient for the same input
 is then added into such an array in place, and a leaf may keep it as its ``.grad``.
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numpy import add, ndarray
+from numpy import add, asarray, ndarray
 
 from .function import Node
 
@@ -84,3 +85,30 @@ def disown(grads: list, owned: dict, pieces: dict) -> None:
     for g in grads:
         if g is not None and owned.pop(id(g), None) is not None and pieces:
             pieces.pop(id(g), None)
+
+
+def own_new(node: Node, g: Any, owned: dict, pieces: dict) -> None:
+    """``g``, a new array from a ``fresh_gradients`` node, has just become an input's first
+    gradient: the engine's alone (an array met twice: no one's), and the first piece of
+    a split's gradient when ``node`` reads one block of its input."""
+    owned[id(g)] = g if id(g) not in owned else None
+    if node.function.gradient_block is not None:
+        first_piece(node, g, pieces)
+
+
+def merged(held: Any, g: Any, owned: dict, pieces: dict) -> Any:
+    """The sum of an input's gradient so far, ``held``, and a further one, ``g`` (arrays):
+    added into ``held`` in place when it is the engine's alone, else a new array that
+    then is. (numpy gives a 0-d sum as a scalar: asarray keeps an array.)"""
+    if owned.get(id(held)) is held:
+        add(held, g, out=held)
+        if pieces:
+            pieces.pop(id(held), None)  # (no longer pieces only)
+        return held
+    if type(held) is not ndarray:  # (a root's own gradient, a tensor)
+        held = held._array
+    held = add(held, g)
+    if type(held) is not ndarray:
+        held = asarray(held)
+    owned[id(held)] = held  # (a new array, this buffer's alone)
+    return held
