@@ -18,7 +18,6 @@ from .. import cuda_devices
 from ..backends import get_backend
 from ..backends.low_precision import LOW_NUMPY, low_precision, narrow
 from ..backends.numpy_backend import kept_number
-from ..backends.numpy_backend import _ONE as _ONES  # 1 as a 0-d array of each float dtype
 from ..device import CPU, Device, mismatch_error
 from ..dtypes import LOW_PRECISION
 from . import grad_mode
@@ -110,9 +109,9 @@ class Context:
                     vb is not None and b._version_counter[0] != vb):
                 self._changed_in_place(saved, versions)
             if self._arrays:  # (a Python float beside an array: numpy's kept 0-d array)
-                if type(b) is float:
+                if type(b) is float and isinstance(a, Tensor):
                     return a._array, kept_number(b, a._array.dtype)
-                if type(a) is float:
+                if type(a) is float and isinstance(b, Tensor):
                     return kept_number(a, b._array.dtype), b._array
                 return (a._array if isinstance(a, Tensor) else a,
                         b._array if isinstance(b, Tensor) else b)
@@ -161,9 +160,11 @@ class Context:
     def one(self) -> Any:
         """The number 1 for a backward formula (``grad * (ctx.one - t * t)``): ``1.0``,
         or while the formula runs on numpy arrays the kept 0-d array of 1 in the output's
-        dtype (the same bits: numpy would convert a Python 1 at every call, 0.7 µs)."""
-        if self._arrays:
-            return _ONES.get(self._out.dtype, 1.0)
+        dtype (the same bits: numpy would convert a Python 1 at every call, 0.7 µs), read
+        only. (1.0 when the forward kept no output to take the dtype from.)"""
+        out = self._out
+        if self._arrays and out is not None:
+            return kept_number(1.0, out.dtype)
         return 1.0
 
     @property

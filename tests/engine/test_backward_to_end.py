@@ -274,3 +274,33 @@ def test_kept_numbers_give_the_bits_of_python_numbers(dtype):
                 np.testing.assert_array_equal(op(k, a), op(v, a))
                 assert np.array_equal(np.signbit(op(a, k)), np.signbit(op(a, v)))
     assert kept_number(0.5, np.dtype(np.int64)) == 0.5  # (no table: the number itself)
+
+
+def test_ctx_one_is_one_on_tensors_and_a_read_only_array_on_arrays():
+    seen = []
+
+    class Twice(tg.autograd.Function):
+        formula_on_arrays = True
+
+        @staticmethod
+        def forward(ctx, a, keep):
+            out = ctx.backend.binary("mul", a._array, 2.0)
+            if keep:
+                ctx.out = out  # (the dtype ctx.one takes on arrays)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            seen.append(ctx.one)
+            return grad * (ctx.one + ctx.one), None
+
+    for keep in (True, False):
+        for run in (lambda loss: loss.backward(), _by_stepper):
+            x = tg.tensor([1.0, -2.0], requires_grad=True)
+            run(Twice.apply(x, keep).sum())
+            assert x.grad.tolist() == [2.0, 2.0]
+    on_arrays, stepper, without_output, _ = seen
+    assert type(on_arrays) is np.ndarray and on_arrays.shape == () and on_arrays == 1
+    assert on_arrays.dtype == np.float32 and not on_arrays.flags.writeable
+    assert stepper == 1  # (the stepper runs the formula on arrays too)
+    assert type(without_output) is float and without_output == 1.0  # (no output: no dtype)
