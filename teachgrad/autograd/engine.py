@@ -748,11 +748,12 @@ def _run_to_end(roots: list, retain_graph: bool) -> None:
         _run_nodes(heap, buffers, owned, pieces, retain_graph, enabled)
     finally:
         grad_mode._enabled = enabled
-    for leaf, grads in buffers.items():  # (what is left: the leaves' accumulators)
-        g = grads[0]
+    for leaf in list(buffers):  # (what is left: the leaves' accumulators)
+        g = buffers.pop(leaf)[0]  # (each buffer let go once added: one copy at a time)
         if g is not None:
-            mine = bool(owned) and owned.get(id(g)) is g
+            mine = bool(owned) and owned.pop(id(g), None) is g
             _accumulate(leaf.variable, g, mine)
+        g = None
 
 
 def _run_nodes(heap: list, buffers: dict, owned: dict, pieces: dict, retain_graph: bool,
