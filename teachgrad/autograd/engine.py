@@ -441,7 +441,7 @@ def _run(roots: list, deps: dict[Any, int], rank: dict | None, retain_graph: boo
             if left == 0:
                 if g is None and all(b is None for b in buf):
                     buffers.pop(nxt)  # no gradient reached it: it has nothing to do
-                    _release_unreached(nxt, deps, buffers, ready.push)
+                    _release_unreached(nxt, deps, buffers, ready)
                 else:
                     heappush(heap, (-nxt.sequence if rank is None else rank[nxt],
                                     next(arrivals), nxt))  # ready.push(nxt)
@@ -491,19 +491,18 @@ def _as_tensors(node: Any, grads: list) -> list:
             for nr, g in enumerate(grads)]
 
 
-def _release_unreached(node: Any, deps: dict, buffers: dict, push: Callable[[Any], None]) -> None:
-    """A node that received only ``None`` still counts as done for its inputs (``push``
-    queues one that becomes ready with a gradient)."""
+def _release_unreached(node: Any, deps: dict, buffers: dict, ready: _ReadyQueue) -> None:
+    """A node that received only ``None`` still counts as done for its inputs."""
     for nxt, _ in node.next_functions:
         if nxt is None:
             continue
         deps[nxt] -= 1
         if deps[nxt] == 0:
             if nxt in buffers and any(b is not None for b in buffers[nxt]):
-                push(nxt)
+                ready.push(nxt)
             else:
                 buffers.pop(nxt, None)
-                _release_unreached(nxt, deps, buffers, push)
+                _release_unreached(nxt, deps, buffers, ready)
 
 
 def _run_pre_hooks(node: Any, grads: list) -> list:
@@ -745,7 +744,7 @@ def _run_to_end(roots: list, retain_graph: bool) -> None:
     enabled = grad_mode._enabled  # (backward may run inside no_grad: restored at the end)
     grad_mode._enabled = False  # no backward formula is recorded (hooks run with it as it was)
     try:
-        _run_nodes(heap, buffers, owned, pieces, retain_graph, enabled)
+        _run_nodes(heap, arrivals, buffers, owned, pieces, retain_graph, enabled)
     finally:
         grad_mode._enabled = enabled
     for leaf in list(buffers):  # (what is left: the leaves' accumulators)
@@ -756,10 +755,9 @@ def _run_to_end(roots: list, retain_graph: bool) -> None:
         g = None
 
 
-def _run_nodes(heap: list, buffers: dict, owned: dict, pieces: dict, retain_graph: bool,
-               enabled: bool) -> None:
+def _run_nodes(heap: list, arrivals: Any, buffers: dict, owned: dict, pieces: dict,
+               retain_graph: bool, enabled: bool) -> None:
     """:func:`_run_to_end`'s loop over the nodes (grad mode off), the leaves left out."""
-    arrivals = itertools.count(len(heap))
     while heap:
         node = heappop(heap)[2]
         ctx = node._ctx or node  # (node.ctx written out)

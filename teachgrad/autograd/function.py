@@ -307,12 +307,10 @@ class AccumulateGrad:
     def _hooks_removed(self) -> None:
         """A hook was taken off (its handle's ``remove()``): stop counting this
         accumulator once it holds none."""
-        global hooked_leaves
         if self._counted is not None and not self._post_hooks and not any(
                 (self._pre_hooks or {}).values()):
-            self._counted.detach()
+            self._counted()  # (uncounts now, and never again)
             self._counted = None
-            hooked_leaves -= 1
 
     @property
     def on_arrays(self) -> bool:
