@@ -1,6 +1,7 @@
 """Where the realistic chain's time goes: its pieces, teachgrad vs PyTorch, one element.
 
     python benchmarks/chain_breakdown.py --clock cpu
+    python benchmarks/chain_breakdown.py --elements 1000 --numba-loaded
 
 ``engine_overhead.py`` times the whole "realistic" chain (``y = (y * w + 0.1).tanh() -
 y.sigmoid() * 0.5`` four times, then ``y.sum().backward()``). This script times its
@@ -14,9 +15,15 @@ pieces, each on both libraries in turns (one thread each, same process):
 
 Derived (from the medians, and from the minima): recording = ``forward + sum`` - ``forward, no_grad``, the cost of the
 graph; backward = ``whole`` - ``forward + sum``, the backward pass with its set-up.
+
+``--elements N`` times the same pieces on N-element inputs; ``--numba-loaded`` loads
+numba first, as ``engine_overhead.py`` does (the numpy backend's sigmoid then takes its
+compiled passes at every size).
 """
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -56,10 +63,11 @@ PIECES: dict[str, Callable[..., Any]] = {
 }
 
 
-def work_for(lib: Any, piece: str) -> Callable[[], None]:
-    """``piece`` on fresh one-element float32 inputs (the same values for both libraries)."""
+def work_for(lib: Any, piece: str, elements: int = 1) -> Callable[[], None]:
+    """``piece`` on fresh float32 inputs of ``elements`` elements (the same values for both
+    libraries)."""
     rng = np.random.default_rng(0)
-    y0, w = [lib.tensor(rng.standard_normal(1).astype(np.float32), requires_grad=True)
+    y0, w = [lib.tensor(rng.standard_normal(elements).astype(np.float32), requires_grad=True)
              for _ in range(2)]
     z = (y0 * w + 0.1).tanh()
     s = y0.sigmoid()
@@ -68,11 +76,19 @@ def work_for(lib: Any, piece: str) -> Callable[[], None]:
 
 
 def main(argv: list[str] | None = None) -> dict:
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--elements", type=int, default=1)
+        parser.add_argument("--numba-loaded", action="store_true",
+                            help="load numba before timing (see above)")
+        add_clock_option(parser)
+
     args = parse_arguments(__doc__, argv, loops=200, repeats=25, quick=(50, 7),
-                           out="chain_breakdown.json", extra=add_clock_option)
+                           out="chain_breakdown.json", extra=options)
+    if args.numba_loaded:
+        import numba  # noqa: F401
     torch = import_torch()
     run_header = header(torch)
-    rows = {piece: compare(lambda lib: work_for(lib, piece), torch, loops=args.loops,
+    rows = {piece: compare(lambda lib: work_for(lib, piece, args.elements), torch, loops=args.loops,
                            repeats=args.repeats, scale=1e6, unit="us", target=1.0,
                            clock=args.clock)
             for piece in PIECES}
@@ -87,9 +103,10 @@ def main(argv: list[str] | None = None) -> dict:
     table += [[f"({name}, derived)", *[derived[lib][stat][name] for lib in libs
                                        for stat in ("median", "min")]]
               for name in ("recording", "backward")]
-    print_table(f"microseconds of {args.clock} time, one element (median, min)", ["piece", *[
+    print_table(f"microseconds of {args.clock} time, {args.elements} element(s) (median, min)", ["piece", *[
         f"{lib} {stat}" for lib in libs for stat in ("median", "min")]], table)
     result = {"benchmark": "chain_breakdown", "header": run_header, "loops": args.loops,
+              "elements": args.elements, "numba_loaded": "numba" in sys.modules,
               "repeats": args.repeats, "clock": args.clock, "pieces": rows, "derived": derived}
     save(result, Path(args.out))
     return result

@@ -21,10 +21,18 @@ libraries in turns (one thread each, same process):
 Reported: microseconds per chain, and the per-operation cost of each chain
 with the fixed cost taken out, ``(chain - fixed) / (operations - 1)``.
 Targets: the realistic chain at most 1.0x PyTorch's time (the bar: 1.5x).
+
+    python benchmarks/engine_overhead.py --numba-loaded
+
+loads numba before timing, as any program has that has run a convolution, batch norm,
+a large layer or the numba backend: the numpy backend then takes its compiled passes
+for small arrays too (the sigmoid's, ``backends/sigmoid_loops.py``), which it does not
+load numba for (half a second). Each results file says which it was (``numba_loaded``).
 """
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -90,10 +98,14 @@ def per_op(rows: dict[str, dict], chain: str, lib: str) -> float:
 def main(argv: list[str] | None = None) -> dict:
     def sizes_option(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--sizes", nargs="+", type=int, default=list(SIZES))
+        parser.add_argument("--numba-loaded", action="store_true",
+                            help="load numba before timing (see above)")
         add_clock_option(parser)
 
     args = parse_arguments(__doc__, argv, loops=100, repeats=25, quick=(30, 7),
                            out="engine_overhead.json", extra=sizes_option)
+    if args.numba_loaded:
+        import numba  # noqa: F401
     torch = import_torch()
     run_header = header(torch)  # (before the timings: it records the load at the start)
     results = []
@@ -133,7 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
               "chains": {name: {"code": code, "operations": ops}
                          for name, (_, ops, _, code) in CHAINS.items()},
               "loops": args.loops, "repeats": args.repeats, "clock": args.clock,
-              "target_ratio": TARGET,
+              "target_ratio": TARGET, "numba_loaded": "numba" in sys.modules,
               "bar_ratio": BAR, "results": results}
     save(result, Path(args.out))
     return result
