@@ -14,7 +14,7 @@ each, ``common.py`` sets the thread variables):
 
 The numpy backend takes the passes for the forward from two elements once numba is
 loaded, and from 64 KiB whether or not it is (loading it for them); the gradient from
-1024 elements once numba is loaded (``ops/elementwise.py``).
+512 elements once numba is loaded (``ops/elementwise.py``).
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ roundings (numba contracts nothing into a fused multiply-add unless asked); a gr
 that is one number spread over the shape (a ``sum()``'s) is read as that number.
 
 The numpy backend takes the forward from 64 KiB (loading numba for it, half a second
-once) and, once numba is loaded anyway, from two elements; the gradient from 1024
+once) and, once numba is loaded anyway, from two elements; the gradient from 512
 elements once numba is loaded (below that numpy's three calls are as quick). Every other
 backend, and arrays these loops do not take, keep the numpy formulas
 (:class:`teachgrad.ops.elementwise.Sigmoid`). ``tests/engine/test_sigmoid_loops.py``

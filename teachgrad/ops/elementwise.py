@@ -308,8 +308,9 @@ def _sigmoid_loops(s):
 
 
 #: From this many elements the sigmoid's gradient takes its compiled pass (measured: the
-#: pass's set-up costs about a microsecond, numpy's three calls 0.9 µs on a few elements)
-_SIGMOID_GRADIENT_LOOP_FROM = 1024
+#: pass's set-up costs about a microsecond, numpy's three calls 0.9 µs on a few elements;
+#: the two cross between 256 and 512)
+_SIGMOID_GRADIENT_LOOP_FROM = 512
 _SIGMOID_LOOPS = None
 
 
