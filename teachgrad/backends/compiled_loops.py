@@ -6,11 +6,27 @@ which every backend runs and the tests hold the loops equal to.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 
+from . import numba_loading
+
 LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def numba_loaded() -> bool:
+    """Whether numba is imported and free to use now: the small arrays' compiled passes
+    (ReLU's, the sigmoid's, Adam's) run only then, so that a program that never loaded
+    numba does not pay half a second for them. Not while the numba backend loads in its
+    background thread (``numba_loading``): numba is then in ``sys.modules`` before it can
+    run, and a pass would wait for the thread, up to half a second, where numpy's calls
+    take microseconds."""
+    module = sys.modules.get("numba")
+    if module is None or getattr(module.__spec__, "_initializing", False):
+        return False  # (not imported, or another thread is importing it now)
+    return not numba_loading.loading()
 
 
 def loops_take(*arrays: Any) -> bool:

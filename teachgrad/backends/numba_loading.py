@@ -34,6 +34,13 @@ def ready() -> bool:
     return _MODULE in sys.modules
 
 
+def loading() -> bool:
+    """Whether the background load has started and not yet finished (numba may then be in
+    ``sys.modules`` half imported, or busy compiling for the thread: code that used it now
+    would wait for the thread)."""
+    return _thread is not None and not _loaded.is_set() and _failure is None
+
+
 def start(make_backend: Callable[[], Any], on_loaded: Callable[[], None]) -> None:
     """In a daemon thread (once per process): make the backend with ``make_backend``,
     run one operation through it, then call ``on_loaded``."""

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import sys
-
 import numpy as np
 
 from .base import COMPARISONS, Array, Backend, Scalar
-from .compiled_loops import LOOP_DTYPES
+from .compiled_loops import LOOP_DTYPES, numba_loaded
 
 _UNARY = {
     "neg": np.negative,
@@ -77,7 +75,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     # branch per element is many times slower.
     if x.size == 1 and x.dtype in _ONE_SCALAR:  # (an integer array takes the formula below)
         return _sigmoid_of_one(x)
-    if x.nbytes >= _SIGMOID_IN_PLACE or "numba" in sys.modules:
+    if x.nbytes >= _SIGMOID_IN_PLACE or numba_loaded():
         # three calls instead of seven, with these bits (backends/sigmoid_loops.py); numba
         # is loaded for this only where the array is large (loading it takes half a second)
         out = (_SIGMOID_LOOPS or _sigmoid_loops()).sigmoid(x)
@@ -337,7 +335,7 @@ class NumpyBackend(Backend):
         operations take, by name, and ``decay_mode``, one of ``adam_loop.DECAY_MODES``) when all four arrays are of one float dtype and
         shape, contiguous and apart, and either large or numba is loaded already (a program
         that only trains small models on numpy need not load it: about 0.3 s)."""
-        if param.nbytes < self.one_pass_bytes and "numba" not in sys.modules:
+        if param.nbytes < self.one_pass_bytes and not numba_loaded():
             return False
         if not self._one_pass_apart(param, grad, exp_avg, exp_avg_sq):
             return False

@@ -13,9 +13,9 @@ tensor for every ``*``.
 from __future__ import annotations
 
 import math
-import sys
 
 from ..autograd.function import Context, Function
+from ..backends.compiled_loops import numba_loaded
 from ..tensor import Tensor
 from .dispatch import value
 
@@ -288,7 +288,7 @@ def _relu_loops():
     Loading numba takes about half a second: a network of Linear layers and ReLUs
     never loads it for this, one with convolutions or batch norm has loaded it already.
     """
-    if "numba" not in sys.modules:
+    if not numba_loaded():
         return None
     from ..backends import relu_loop
     return relu_loop
@@ -298,7 +298,7 @@ def _sigmoid_loops(s):
     """The sigmoid gradient's compiled pass (``backends/sigmoid_loops.py``) for an output
     of at least ``_SIGMOID_GRADIENT_LOOP_FROM`` elements once numba is loaded (a large
     sigmoid's forward loads it), else None: below that numpy's three calls are as quick."""
-    if s.size < _SIGMOID_GRADIENT_LOOP_FROM or "numba" not in sys.modules:
+    if s.size < _SIGMOID_GRADIENT_LOOP_FROM or not numba_loaded():
         return None
     global _SIGMOID_LOOPS
     if _SIGMOID_LOOPS is None:  # (imported once: an import statement costs 0.3 µs)

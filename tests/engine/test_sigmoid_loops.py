@@ -177,3 +177,38 @@ def test_only_a_large_sigmoid_loads_numba():
         s = _two_branch(x0)
         want = np.ones(n, np.float32) * s * (np.ones((), np.float32) - s)
         assert data == s.tobytes() + want.tobytes()
+
+
+def test_no_pass_waits_for_numba_while_another_thread_loads_it(monkeypatch):
+    """``set_cpu_backend("numba")`` loads numba in a background thread while numpy computes:
+    until that thread is done (numba half imported, or compiling for the backend), a small
+    sigmoid, ReLU or Adam update keeps numpy's calls instead of waiting for it (which took
+    0.35-0.66 s in one call)."""
+    import threading
+
+    import numba
+
+    from teachgrad.backends import compiled_loops, numba_loading
+
+    assert compiled_loops.numba_loaded()  # (imported by this module, nothing loading)
+    forward, backward = _count(monkeypatch, "sigmoid"), _count(monkeypatch, "sigmoid_gradient")
+    x = tg.randn(2000, requires_grad=True)
+    for half_imported, loading in [(True, False), (False, True)]:
+        with monkeypatch.context() as patch:
+            if half_imported:  # (what importlib marks while a module's code runs)
+                patch.setattr(numba.__spec__, "_initializing", True, raising=False)
+            else:  # (a load thread started and not finished)
+                patch.setattr(numba_loading, "_thread", threading.current_thread())
+                patch.setattr(numba_loading, "_loaded", threading.Event())
+            assert not compiled_loops.numba_loaded()
+            y = x.sigmoid()
+            y.backward(tg.ones(2000))
+            assert elementwise._relu_loops() is None
+            assert not NumpyBackend().adam_update(*(np.ones(10, np.float32) for _ in range(4)), {})
+        assert forward["sigmoid"] == 0 and backward["sigmoid_gradient"] == 0
+        s = _two_branch(x.detach().numpy())
+        assert _same(y.detach().numpy(), s)
+        x.grad = None
+    assert compiled_loops.numba_loaded()  # (and afterwards the passes run again)
+    x.sigmoid().backward(tg.ones(2000))
+    assert forward["sigmoid"] == 1 and backward["sigmoid_gradient"] == 1
