@@ -78,21 +78,24 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     if x.nbytes >= _SIGMOID_IN_PLACE or numba_loaded():
         # three calls instead of seven, with these bits (backends/sigmoid_loops.py); numba
         # is loaded for this only where the array is large (loading it takes half a second)
-        out = (_SIGMOID_LOOPS or _sigmoid_loops()).sigmoid(x)
+        out = sigmoid_passes().sigmoid(x)
         if out is not None:
             return out
     return _sigmoid_formula(x)
 
 
-_SIGMOID_LOOPS = None  # backends/sigmoid_loops once imported
+_SIGMOID_PASSES = None  # backends/sigmoid_loops once imported
 
 
-def _sigmoid_loops():
-    """The sigmoid's compiled passes (imported once: an import statement costs 0.3 µs)."""
-    global _SIGMOID_LOOPS
-    from . import sigmoid_loops
-    _SIGMOID_LOOPS = sigmoid_loops
-    return sigmoid_loops
+def sigmoid_passes():
+    """``backends/sigmoid_loops`` (the sigmoid's passes), imported on first use and kept:
+    it imports numba, and an import statement costs 0.3 µs at every call of a hot function.
+    Its callers ask :func:`numba_loaded` (or have an array large enough to load numba) first."""
+    global _SIGMOID_PASSES
+    if _SIGMOID_PASSES is None:
+        from . import sigmoid_loops
+        _SIGMOID_PASSES = sigmoid_loops
+    return _SIGMOID_PASSES
 
 
 def _sigmoid_formula(x: np.ndarray) -> np.ndarray:

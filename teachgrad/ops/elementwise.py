@@ -16,6 +16,7 @@ import math
 
 from ..autograd.function import Context, Function
 from ..backends.compiled_loops import numba_loaded
+from ..backends.numpy_backend import sigmoid_passes
 from ..tensor import Tensor
 from .dispatch import value
 
@@ -300,18 +301,13 @@ def _sigmoid_loops(s):
     sigmoid's forward loads it), else None: below that numpy's three calls are as quick."""
     if s.size < _SIGMOID_GRADIENT_LOOP_FROM or not numba_loaded():
         return None
-    global _SIGMOID_LOOPS
-    if _SIGMOID_LOOPS is None:  # (imported once: an import statement costs 0.3 µs)
-        from ..backends import sigmoid_loops
-        _SIGMOID_LOOPS = sigmoid_loops
-    return _SIGMOID_LOOPS
+    return sigmoid_passes()
 
 
 #: From this many elements the sigmoid's gradient takes its compiled pass (measured: the
 #: pass's set-up costs about a microsecond, numpy's three calls 0.9 µs on a few elements;
 #: the two cross between 256 and 512)
 _SIGMOID_GRADIENT_LOOP_FROM = 512
-_SIGMOID_LOOPS = None
 
 
 class Maximum(Function):

@@ -193,7 +193,7 @@ def test_no_pass_waits_for_numba_while_another_thread_loads_it(monkeypatch):
     assert compiled_loops.numba_loaded()  # (imported by this module, nothing loading)
     forward, backward = _count(monkeypatch, "sigmoid"), _count(monkeypatch, "sigmoid_gradient")
     x = tg.randn(2000, requires_grad=True)
-    for half_imported, loading in [(True, False), (False, True)]:
+    for half_imported in (True, False):
         with monkeypatch.context() as patch:
             if half_imported:  # (what importlib marks while a module's code runs)
                 patch.setattr(numba.__spec__, "_initializing", True, raising=False)
