@@ -546,22 +546,52 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
         array = cls.forward(ctx, *args)
     finally:
         grad_mode._enabled = True
-    out = Tensor._make_as(array, like)
+    if array.dtype is like._array.dtype:  # (Tensor._make_as written out, as a node's output)
+        out = _new_object(Tensor)
+        out._array = array
+        out.device = device
+        out.dtype = like.dtype
+        out._backend = backend
+        out.requires_grad = True
+        out._grad = None
+        out.grad_fn = node
+        out._output_nr = 0
+        out._version_counter = [0]
+        out._accumulate_node = None
+        out._retains_grad = False
+    else:
+        out = Tensor._make_as(array, like)
+        out.grad_fn = node
+        out.requires_grad = True
     # every tensor operand's (shape, dtype, device) too (see above); one tuple of it serves
     # as the input and output metas, which nothing changes
-    metas = ((array.shape, out.dtype, device),)
-    # its fields written out as Node.__init__ writes them
+    meta = (array.shape, out.dtype, device)
+    metas = (meta,)
+    # its fields written out as Node.__init__ writes them (and _edge, _constant for the
+    # commonest operands: an operand that needs a gradient is no constant, and its edge
+    # is its grad_fn or, for a leaf, its accumulator)
     if len(args) == 1:
         node.next_functions = ((like.grad_fn, like._output_nr) if like.grad_fn is not None
                                else _edge(like),)
         node.input_meta = metas
         node.constants = ()
+    elif needs is _NEEDS_BOTH:  # `y * w`, `z - s`
+        node.next_functions = (
+            (a.grad_fn, a._output_nr) if a.grad_fn is not None
+            else (a._accumulate_node or a._accumulator(), 0),
+            (b.grad_fn, b._output_nr) if b.grad_fn is not None
+            else (b._accumulate_node or b._accumulator(), 0))
+        node.input_meta = (meta, meta)
+        node.constants = ()
+    elif type(b) is float:  # `z * 0.5`, `z + 0.1` (so `a` needs the gradient)
+        node.next_functions = ((a.grad_fn, a._output_nr) if a.grad_fn is not None
+                               else (a._accumulate_node or a._accumulator(), 0), _NO_EDGE)
+        node.input_meta = (meta, None)
+        node.constants = ((1, b),)
     else:
         node.next_functions = (_edge(a), _edge(b))
-        node.input_meta = (None if type(a) is float else metas[0],
-                           None if type(b) is float else metas[0])
-        # (an operand that needs a gradient is no constant: two of them, nothing to look at)
-        node.constants = () if needs is _NEEDS_BOTH else _constant(0, a) + _constant(1, b)
+        node.input_meta = (None if type(a) is float else meta, None if type(b) is float else meta)
+        node.constants = _constant(0, a) + _constant(1, b)
     node.function = cls
     node._ctx = None
     node.num_outputs = 1
@@ -573,8 +603,6 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     node.on_arrays = cls.formula_on_arrays and backend.array_arithmetic
     if ctx._out is not None:  # backward will read the output: watch its version
         ctx._out_version = (out._version_counter, 0)
-    out.grad_fn = node  # (the output of a float operation; _output_nr is already 0)
-    out.requires_grad = True
     if node_made is not None:
         node_made(node)
     return out

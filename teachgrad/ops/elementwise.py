@@ -27,7 +27,8 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx: Context, a, b):
-        return ctx.backend.binary("add", value(a), value(b))
+        return ctx.backend.binary("add", a._array if isinstance(a, Tensor) else a,
+                                  b._array if isinstance(b, Tensor) else b)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
@@ -40,7 +41,8 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx: Context, a, b):
-        return ctx.backend.binary("sub", value(a), value(b))
+        return ctx.backend.binary("sub", a._array if isinstance(a, Tensor) else a,
+                                  b._array if isinstance(b, Tensor) else b)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
@@ -54,7 +56,8 @@ class Mul(Function):
     @staticmethod
     def forward(ctx: Context, a, b):
         ctx.save_for_backward(a, b)
-        return ctx.backend.binary("mul", value(a), value(b))
+        return ctx.backend.binary("mul", a._array if isinstance(a, Tensor) else a,
+                                  b._array if isinstance(b, Tensor) else b)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
@@ -71,7 +74,8 @@ class Div(Function):
     @staticmethod
     def forward(ctx: Context, a, b):
         ctx.save_for_backward(a, b)
-        return ctx.backend.binary("div", value(a), value(b))
+        return ctx.backend.binary("div", a._array if isinstance(a, Tensor) else a,
+                                  b._array if isinstance(b, Tensor) else b)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
