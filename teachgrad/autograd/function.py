@@ -172,7 +172,11 @@ class Context:
         """The forward's own result in the form backward computes with: a tensor, or
         its array while the engine runs the formula on arrays (``tanh``'s backward
         reads ``t = ctx.output`` then ``grad * (1 - t * t)`` either way)."""
-        out = self.out
+        out = self._out
+        version = self._out_version  # (``out``'s checks written out: one call, not two)
+        if (out is None and self._saved is None) or (
+                version is not None and version[0][0] != version[1]):
+            out = self.out  # freed, or changed in place since: ``out`` raises its error
         if self._arrays:
             return out
         made = Tensor._make(out, self.backend, self.device)
@@ -529,7 +533,8 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     ctx = node = _new_object(Node)
     ctx.backend = backend
     ctx.device = device
-    if len(args) == 1:
+    unary = len(args) == 1
+    if unary:
         needs = _NEEDS_ONE if like.requires_grad else _NEEDS_NONE
     else:
         a, b = args
@@ -570,7 +575,7 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     # its fields written out as Node.__init__ writes them (and _edge, _constant for the
     # commonest operands: an operand that needs a gradient is no constant, and its edge
     # is its grad_fn or, for a leaf, its accumulator)
-    if len(args) == 1:
+    if unary:
         node.next_functions = ((like.grad_fn, like._output_nr) if like.grad_fn is not None
                                else _edge(like),)
         node.input_meta = metas

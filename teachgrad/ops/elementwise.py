@@ -293,10 +293,16 @@ def _relu_loops():
     Loading numba takes about half a second: a network of Linear layers and ReLUs
     never loads it for this, one with convolutions or batch norm has loaded it already.
     """
+    global _RELU_LOOP
     if not numba_loaded():
         return None
-    from ..backends import relu_loop
-    return relu_loop
+    if _RELU_LOOP is None:  # (imported once and kept: an import statement costs 0.3 µs a call)
+        from ..backends import relu_loop
+        _RELU_LOOP = relu_loop
+    return _RELU_LOOP
+
+
+_RELU_LOOP = None  # backends/relu_loop once imported
 
 
 def _sigmoid_loops(s):
