@@ -6,7 +6,8 @@
 The stored outputs are what ``pytest --nbval`` compares against and what the
 book shows, so the run is made deterministic: a fixed hash seed, ``cuda``
 tensors in numba's CUDA simulator (what CI has; pass ``--device auto`` to use a
-real GPU when there is one), and each notebook seeds teachgrad itself with
+real GPU when there is one), numpy's and OpenBLAS's numeric kernels pinned to the
+AVX2 ones on any x86-64 CPU (AVX-512 ones round some sums differently), and each notebook seeds teachgrad itself with
 ``tg.manual_seed``. Widget state is stored in the notebook metadata so the
 book can draw widgets without a running kernel. Solution cells are tagged
 ``hide-input`` so the book shows each behind a "Show solution" toggle.
@@ -32,6 +33,10 @@ def deterministic_environment(device: str) -> None:
     os.environ["TEACHGRAD_CUDA"] = device
     os.environ.pop("NUMBA_ENABLE_CUDASIM", None)  # teachgrad decides from TEACHGRAD_CUDA
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    # the same numeric kernels on every x86-64 CPU (as the Makefile's NOTEBOOK_ENV): numpy's
+    # AVX2 loops and OpenBLAS's Haswell kernels, whatever AVX-512 the CPU has
+    os.environ["NPY_DISABLE_CPU_FEATURES"] = "X86_V4 AVX512_ICL AVX512_SPR"
+    os.environ["OPENBLAS_CORETYPE"] = "Haswell"
     path = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = str(ROOT) + (os.pathsep + path if path else "")
 
