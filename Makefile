@@ -26,8 +26,8 @@ NBVAL_SANITIZE := tests/nbval_sanitize.cfg
 # Stored outputs were made with these (scripts/execute_notebooks.py): same hash
 # order, cuda tensors in numba's CUDA simulator, and on x86-64 the same numeric kernels
 # on every CPU: numpy's AVX2 loops (not its AVX-512 ones) and OpenBLAS's Haswell
-# kernels, which round some sums differently from the AVX-512 ones. (Elsewhere, as on
-# aarch64, both settings are ignored.)
+# kernels, which round some sums differently from the AVX-512 ones. (The names are
+# x86-64 ones: on other CPUs, such as aarch64, they should be ignored; not tried there.)
 NOTEBOOK_ENV := PYTHONHASHSEED=0 TEACHGRAD_CUDA=sim \
   NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Haswell
 BENCH_RESULTS := benchmarks/results
