@@ -8,9 +8,10 @@ book shows, so the run is made deterministic: a fixed hash seed, ``cuda``
 tensors in numba's CUDA simulator (what CI has; pass ``--device auto`` to use a
 real GPU when there is one), numpy's and OpenBLAS's numeric kernels pinned to the
 AVX2 ones on any x86-64 CPU (AVX-512 ones round some sums differently), and each
-notebook seeds teachgrad itself with ``tg.manual_seed``. Widget state is stored in the notebook metadata so the
-book can draw widgets without a running kernel. Solution cells are tagged
-``hide-input`` so the book shows each behind a "Show solution" toggle.
+notebook seeds teachgrad itself with ``tg.manual_seed``. Widget state is stored in
+the notebook metadata so the book can draw widgets without a running kernel.
+Solution cells are tagged ``hide-input`` so the book shows each behind a "Show
+solution" toggle.
 """
 from __future__ import annotations
 

@@ -564,8 +564,8 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
         out._version_counter = [0]
         out._accumulate_node = None
         out._retains_grad = False
-    else:
-        out = Tensor._make_as(array, like)
+    else:  # (a 16-bit result: _make_as would find the dtypes differ, and call this)
+        out = Tensor._make(array, backend, device)
         out.grad_fn = node
         out.requires_grad = True
     # every tensor operand's (shape, dtype, device) too (see above); one tuple of it serves
