@@ -15,6 +15,7 @@ from .autograd import lean
 from .device import Device, as_device
 from .ops import counting, elementwise as ew, functional as F, norms, sampling, statistics
 from .ops import diagonals, gather_scatter, logical, masked, scans, sorting, splitting
+from .ops import reduce as red
 from .ops.convert import to as _convert
 from .ops.indexing import setitem as _setitem
 from .tensor import Tensor
@@ -39,8 +40,8 @@ _METHODS = {
     "addcmul": F.addcmul, "addcdiv": F.addcdiv, "lerp": F.lerp,
     "maximum": F.maximum, "minimum": F.minimum, "clamp": F.clamp, "clip": F.clamp,
     "eq": F.eq, "ne": F.ne, "lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge,
-    # reductions
-    "sum": F.sum, "mean": F.mean, "max": F.max, "min": F.min, "amax": F.amax, "amin": F.amin,
+    # reductions (sum and mean below)
+    "max": F.max, "min": F.min, "amax": F.amax, "amin": F.amin,
     "argmax": F.argmax, "argmin": F.argmin, "any": F.any, "all": F.all,
     # linear algebra
     "matmul": F.matmul, "mm": F.mm, "bmm": F.bmm, "softmax": F.softmax, "log_softmax": F.log_softmax,
@@ -65,6 +66,10 @@ for _op, _full, _fn in (("neg", F.neg, ew.Neg), ("exp", F.exp, ew.Exp), ("log", 
                         ("sqrt", F.sqrt, ew.Sqrt), ("sin", F.sin, ew.Sin), ("cos", F.cos, ew.Cos),
                         ("tanh", F.tanh, ew.Tanh), ("sigmoid", F.sigmoid, ew.Sigmoid)):
     _METHODS["__neg__" if _op == "neg" else _op] = lean.unary_method(_op, _full, _fn)
+
+# ... and the sum and mean of a whole float tensor (a loss, the end of a chain)
+for _op, _full, _fn in (("sum", F.sum, red.Sum), ("mean", F.mean, red.Mean)):
+    _METHODS[_op] = lean.reduction_method(_full, _fn)
 
 # sorting, gathering and scattering, running totals, matrix parts, splitting
 for _module in (sorting, gather_scatter, masked, scans, diagonals, splitting, logical):

@@ -613,6 +613,38 @@ def apply_plain(cls: type[Function], args: tuple, like: Any) -> Any:
     return out
 
 
+def apply_one(cls: type[Function], a: Any, rest: tuple) -> Any:
+    """``cls._apply(a, *rest)`` for the lean path's whole-tensor reductions (``x.sum()``,
+    ``loss.mean()``): one float32 or float64 tensor ``a`` (nothing to round to a 16-bit
+    dtype, no second device) and arguments ``rest`` that are neither tensors nor Python
+    floats (dims, flags: no edges, no constants). This makes the same Context, output and
+    Node as ``_apply``, without its general pass over the arguments.
+    """
+    backend, device = a._backend, a.device
+    if device.index is not None and device.index != cuda_devices.current_index():
+        with cuda_devices.using(device.index):  # the device guard, as in _apply
+            return apply_one(cls, a, rest)
+    ctx = Context()
+    ctx.backend = backend
+    ctx.device = device
+    wanted = a.requires_grad
+    ctx.needs_input_grad = (wanted,) + (False,) * len(rest)
+    if not (wanted and grad_mode._enabled):  # nothing to record: forward alone, as _apply
+        ctx._recording = False
+        return Tensor._make(cls.forward(ctx, a, *rest), backend, device)
+    grad_mode._enabled = False  # forward's own tensor operations are not recorded
+    try:
+        raw = cls.forward(ctx, a, *rest)
+    finally:
+        grad_mode._enabled = True
+    out = (Tensor._make(raw, backend, device),)
+    nothing = (None,) * len(rest)
+    _record(Node(cls, ctx, (_edge(a),) + (_NO_EDGE,) * len(rest),
+                 ((a._array.shape, a.dtype, device),) + nothing, out, (),
+                 cls.formula_on_arrays and backend.array_arithmetic), ctx, out)
+    return out[0]
+
+
 def _widened(saved: tuple) -> tuple:
     """``saved`` with each 16-bit tensor as a float32 one (exact: float32 holds them all)."""
     return tuple([Tensor._make(t._backend.astype(t._array, _FLOAT32), t._backend, t.device)

@@ -7,7 +7,9 @@ runs its Function, several microseconds of Python in all. In the commonest case
 (two floating-point tensors of one dtype, shape and device, or one such tensor and
 a Python number) none of that changes the answer, which is one backend primitive on
 the two arrays. The wrappers here send exactly that case straight to the backend
-and every other call down the full path, unchanged.
+and every other call down the full path, unchanged. ``x.sum()`` and ``x.mean()`` over
+the whole of a float32 or float64 tensor (a loss, the end of a chain) take a shortcut
+of the same kind.
 
 Nothing is lost by skipping: with recording off there is no node for
 ``tg.graph`` to see, and while an observer (``tg.jit.trace``) is set every call
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .. import dtypes
 from ..cuda_devices import is_elsewhere as elsewhere
 from . import function, grad_mode
 
@@ -71,6 +74,25 @@ def unary_method(op: str, full: Callable[[Any], Any],
                 return function.apply_plain(fn, (self,), self)
             return function.Tensor._make_as(self._backend.unary(op, self._array), self)
         return full(self)
+    method.__name__ = full.__name__
+    method.__doc__ = full.__doc__
+    return method
+
+
+_WHOLE = (dtypes.float32, dtypes.float64)  # (a 16-bit tensor's sum runs in float32: full path)
+
+
+def reduction_method(full: Callable[..., Any], fn: type[function.Function]) -> Callable[..., Any]:
+    """``Tensor.sum``, ``Tensor.mean``: ``full(self, dim, keepdim)``, or over the whole of a
+    float32 or float64 tensor (a loss, the end of a chain) ``fn`` directly, recording or
+    not (:func:`~teachgrad.autograd.function.apply_one`): the same node and result
+    without ``full``'s checks and ``Function._apply``'s general pass."""
+    def method(self: Any, dim: Any = None, keepdim: bool = False) -> Any:
+        if (dim is None and keepdim is False and self.dtype in _WHOLE
+                and function.observer is None and function.cast_policy is None
+                and (self.device.index is None or not elsewhere(self))):
+            return function.apply_one(fn, self, (None, False))
+        return full(self, dim, keepdim)
     method.__name__ = full.__name__
     method.__doc__ = full.__doc__
     return method

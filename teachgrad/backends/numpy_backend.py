@@ -10,7 +10,7 @@ defines, which gives the same bits.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -84,18 +84,33 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return _sigmoid_formula(x)
 
 
-_SIGMOID_PASSES = None  # backends/sigmoid_loops once imported
+#: The compiled passes' modules once imported ("sigmoid": backends/sigmoid_loops, "relu":
+#: backends/relu_loop). They import numba, so nothing imports them before it is needed, and
+#: an import statement costs 0.3 µs at every call of a hot function: each is kept here.
+_PASSES: dict[str, Any] = {}
 
 
 def sigmoid_passes():
-    """``backends/sigmoid_loops`` (the sigmoid's passes), imported on first use and kept:
-    it imports numba, and an import statement costs 0.3 µs at every call of a hot function.
+    """``backends/sigmoid_loops`` (the sigmoid's passes), imported on first use and kept.
     Its callers ask :func:`numba_loaded` (or have an array large enough to load numba) first."""
-    global _SIGMOID_PASSES
-    if _SIGMOID_PASSES is None:
+    passes = _PASSES.get("sigmoid")
+    if passes is None:
         from . import sigmoid_loops
-        _SIGMOID_PASSES = sigmoid_loops
-    return _SIGMOID_PASSES
+        passes = _PASSES["sigmoid"] = sigmoid_loops
+    return passes
+
+
+def relu_passes():
+    """``backends/relu_loop`` (ReLU's passes, imported on first use and kept) once numba is
+    loaded, else None. Loading numba takes about half a second: a network of Linear layers
+    and ReLUs never loads it for this, one with convolutions or batch norm has loaded it."""
+    if not numba_loaded():
+        return None
+    passes = _PASSES.get("relu")
+    if passes is None:
+        from . import relu_loop
+        passes = _PASSES["relu"] = relu_loop
+    return passes
 
 
 def _sigmoid_formula(x: np.ndarray) -> np.ndarray:
@@ -402,6 +417,10 @@ class NumpyBackend(Backend):
         elif op == "sum" and (axes == (0,) or axes == 0) and x.ndim > 1 and x.size \
                 and self._one_pass(x):
             return self._sum_over_first_axis(x, keepdims)
+        elif axes is None and not keepdims and x.dtype in _ONE:
+            # the whole of a float array (a loss) into a 0-d array of its dtype: numpy would
+            # return a scalar, and wrapping that costs more than the sum of 1000 floats
+            return _REDUCE[op].reduce(x, None, None, np.empty((), x.dtype))
         # the ufuncs' own reduce: what np.sum/np.max call, minus their Python wrappers
         return _array(_REDUCE[op].reduce(x, axis=axes, keepdims=keepdims))
 

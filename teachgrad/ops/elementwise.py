@@ -16,7 +16,7 @@ import math
 
 from ..autograd.function import Context, Function
 from ..backends.compiled_loops import numba_loaded
-from ..backends.numpy_backend import sigmoid_passes
+from ..backends.numpy_backend import relu_passes, sigmoid_passes
 from ..tensor import Tensor
 from .dispatch import value
 
@@ -275,34 +275,16 @@ class Relu(Function):
     @staticmethod
     def forward(ctx: Context, a: Tensor):
         ctx.save_for_backward(a)
-        loops = _relu_loops()  # numpy arrays: one compiled pass, numpy's bits
+        loops = relu_passes()  # numpy arrays: one compiled pass, numpy's bits
         out = None if loops is None else loops.relu(a._array)
         return ctx.backend.unary("relu", a._array) if out is None else out
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor):
         (a,) = ctx.saved_tensors
-        loops = _relu_loops() if ctx._arrays else None  # (numpy arrays: one pass, same bits)
+        loops = relu_passes() if ctx._arrays else None  # (numpy arrays: one pass, same bits)
         fast = None if loops is None else loops.relu_gradient(grad, a)
         return grad * (a > 0) if fast is None else fast  # (a bool mask: True counts as 1)
-
-
-def _relu_loops():
-    """ReLU's compiled passes (``backends/relu_loop.py``) once numba is loaded, else None.
-
-    Loading numba takes about half a second: a network of Linear layers and ReLUs
-    never loads it for this, one with convolutions or batch norm has loaded it already.
-    """
-    global _RELU_LOOP
-    if not numba_loaded():
-        return None
-    if _RELU_LOOP is None:  # (imported once and kept: an import statement costs 0.3 µs a call)
-        from ..backends import relu_loop
-        _RELU_LOOP = relu_loop
-    return _RELU_LOOP
-
-
-_RELU_LOOP = None  # backends/relu_loop once imported
 
 
 def _sigmoid_loops(s):

@@ -130,6 +130,90 @@ def test_the_plain_recorder_builds_the_node_the_full_path_builds():
         assert (lean.ctx._out is None) is (full.ctx._out is None)
 
 
+@pytest.mark.parametrize("dtype", [tg.float32, tg.float64])
+@pytest.mark.parametrize("name", ["sum", "mean"])
+def test_a_whole_tensor_reduction_builds_what_the_full_path_builds(dtype, name):
+    """``x.sum()``/``x.mean()`` of a float32/float64 tensor go to ``function.apply_one``:
+    the same value (bits), node fields, context and gradient as the public function."""
+    from teachgrad.autograd.function import Node
+
+    full_fn = getattr(F, name)
+    rng = np.random.default_rng(len(name))
+    x = tg.tensor(rng.standard_normal((3, 7)) * 100, dtype=dtype, requires_grad=True)
+    for a in (x, x * 1.5, x[:, 1:6:2]):  # a leaf, a node's output, a strided view
+        lean, full = getattr(a, name)(), full_fn(a)
+        assert lean.shape == () and lean.dtype is dtype and lean.requires_grad
+        np.testing.assert_array_equal(lean.detach().numpy(), full.detach().numpy())
+        got, want = lean.grad_fn, full.grad_fn
+        assert type(got) is Node and got.function is want.function
+        for field in Node.__slots__:
+            if field in ("_ctx", "sequence"):
+                continue
+            assert repr(getattr(got, field)) == repr(getattr(want, field)), field
+        mine, theirs = got.ctx, want.ctx
+        assert {k: repr(v) for k, v in vars(mine).items()} == \
+            {k: repr(v) for k, v in vars(theirs).items()}
+        assert mine._recording and mine.needs_input_grad == (True, False, False)
+        first = tg.autograd.grad(lean, x, retain_graph=True)[0].numpy()
+        np.testing.assert_array_equal(first, tg.autograd.grad(full, x)[0].numpy())
+    with tg.no_grad():  # nothing recorded, the same value
+        plain = getattr(x, name)()
+        assert plain.grad_fn is None and not plain.requires_grad
+        np.testing.assert_array_equal(plain.numpy(), full_fn(x).detach().numpy())
+    c = x.detach()  # no gradient wanted: no node, forward alone
+    assert getattr(c, name)().grad_fn is None
+    assert tg.autograd.gradcheck(lambda t: getattr(t.sin() * t, name)(),
+                                 (tg.tensor(rng.random(5), dtype=tg.float64, requires_grad=True),))
+
+
+def test_reductions_the_shortcut_does_not_take_keep_the_full_path(monkeypatch):
+    taken = []
+    real = function.apply_one
+    monkeypatch.setattr(function, "apply_one", lambda *a: taken.append(a[0].__name__) or real(*a))
+    x = tg.tensor(np.arange(6.0).reshape(2, 3), dtype=tg.float32, requires_grad=True)
+    assert x.sum(0).shape == (3,) and x.mean(dim=1, keepdim=True).shape == (2, 1)
+    assert x.sum(keepdim=True).shape == (1, 1)
+    half = x.detach().to(tg.float16)  # (a 16-bit sum runs in float32: the full path rounds)
+    assert half.sum().dtype is tg.float16 and half.sum().item() == 15.0
+    assert tg.tensor([1, 2, 3]).sum().dtype is tg.int64
+    assert tg.tensor([True, False, True]).sum().item() == 2
+    with pytest.raises(RuntimeError, match="could not infer output dtype"):
+        tg.tensor([1, 2]).mean()
+    assert taken == []
+    x.sum(), x.mean()
+    assert taken == ["Sum", "Mean"]
+    seen = []  # an observer (a trace) sees every reduction, as every other operation
+
+    def watch(cls, args, kwargs):
+        seen.append(cls.__name__)
+        return cls._apply(*args, **kwargs)
+
+    monkeypatch.setattr(function, "observer", watch)
+    x.sum(), x.mean()
+    assert seen == ["Sum", "Mean"] and taken == ["Sum", "Mean"]
+
+
+def test_the_numpy_backends_whole_array_reduce_keeps_numpys_bits():
+    backend = NumpyBackend()
+    rng = np.random.default_rng(3)
+    for dtype in (np.float16, np.float32, np.float64):
+        for shape in ((0,), (1,), (7,), (1000,), (3, 5, 4)):
+            x = (rng.standard_normal(shape) * 50).astype(dtype)
+            if x.size > 4:
+                x.flat[4] = np.nan if dtype is np.float32 else np.inf
+            for op, ufunc in (("sum", np.add), ("max", np.maximum), ("min", np.minimum)):
+                if not x.size and op != "sum":
+                    with pytest.raises(ValueError, match="zero-size array"):
+                        backend.reduce(op, x, None, False)
+                    continue
+                got = backend.reduce(op, x, None, False)
+                want = np.asarray(ufunc.reduce(x, axis=None))
+                assert type(got) is np.ndarray and got.shape == () and got.dtype == x.dtype
+                np.testing.assert_array_equal(got, want)
+        x = rng.standard_normal((4, 6)).astype(dtype).T  # not contiguous
+        np.testing.assert_array_equal(backend.reduce("sum", x, None, False), np.add.reduce(x, None))
+
+
 def test_backward_without_records_runs_the_same_steps_as_the_stepper():
     def chain(y0, w):
         y = y0
