@@ -62,8 +62,10 @@ CUDA_TESTS=(
   tests/engine/test_inplace_autograd.py tests/engine/test_silent_wrong.py
   tests/execution/test_cuda_graphs.py
 )
+# (compile_check stands in for a GPU where there is none: here every launch compiles anyway)
 PYTEST=("$PYTHON" -m pytest -q -p no:cacheprovider -m "not browser and not slow"
-        --junitxml="$OUT/tests.xml" "${CUDA_TESTS[@]}")
+        --junitxml="$OUT/tests.xml" --ignore=tests/kernels/test_compile_check.py
+        "${CUDA_TESTS[@]}")
 
 step describe 60 "$PYTHON" -c "import teachgrad as tg; print(tg.cuda.describe())"
 if [ $DRY_RUN = 1 ]; then

@@ -4,23 +4,44 @@ The CUDA simulator runs kernels as plain Python, so it never type-checks them
 the way numba does for a GPU: a kernel can pass every simulator test and still
 fail to compile on a real device. This script compiles each kernel factory's
 kernels to PTX (for compute capability 9.0 by default) with the argument types
-the launchers pass. It needs numba's CUDA toolchain (NVVM and NVRTC libraries)
-but no GPU, and it must run without the simulator, so it sets
-``TEACHGRAD_CUDA=gpu`` before importing teachgrad.
+the launchers pass: the elementwise, reduction, indexing and sort kernels, the
+matmul ladder, attention (naive, tiled forward, backward), the tensor-core model,
+the engine's parts of the build track, the stream's busy kernel, and the kernels
+``tg.compile`` generates (forward and backward) for a graph of every fusible
+operation. ``tests/kernels/test_compile_check.py`` runs it and checks that every
+``@cuda.jit`` kernel in the package is among them.
+
+It needs numba's CUDA toolchain (the NVVM and NVRTC libraries: the ``ptx`` extra,
+``pip install -e ".[ptx]"``) but no GPU, and it must run without the simulator, so
+it sets ``TEACHGRAD_CUDA=gpu`` before importing teachgrad.
 """
 from __future__ import annotations
 
+import argparse
+import itertools
 import os
 import sys
 import time
 
+if os.environ.get("TEACHGRAD_CUDA") != "gpu" and "teachgrad._cuda_setup" in sys.modules:
+    # ``python -m`` imported teachgrad (this module's package) before the line below could
+    # ask for the GPU: it chose the simulator, and with it the simulator's tile sizes and
+    # kernels. Start again with the environment set first.
+    os.environ["TEACHGRAD_CUDA"] = "gpu"
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+    os.execv(sys.executable, [sys.executable, "-m", "teachgrad.kernels.compile_check",
+                              *sys.argv[1:]])
 os.environ["TEACHGRAD_CUDA"] = "gpu"
 os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
 
 import numpy as np  # noqa: E402
 from numba import cuda, from_dtype, types  # noqa: E402
 
-from teachgrad.kernels import elementwise, indexing, matmul, ops, race, reduce  # noqa: E402
+from teachgrad.exercises import ch08  # noqa: E402
+from teachgrad.kernels import (  # noqa: E402
+    attention, attention_backward, attention_naive, elementwise, indexing, matmul, ops, parts,
+    race, reduce, sort, tensor_core,
+)
 
 _INT = types.int64
 
@@ -93,6 +114,130 @@ def _cases():
            (_array(np.float32, 1), *_layout(nd), _INT, *_operand("scalar", np.float32, nd), shape))
     # (recording reuses the elementwise and matmul kernels: nothing extra to compile)
     yield from race.compile_cases()
+    yield from _attention_cases()
+    yield from _other_cases()
+    yield from _generated_cases()
+
+
+def _attention_cases():
+    """The naive attention's three kernels, the tiled forward (plain and recording one row)
+    and the two backward kernels, for the head dimensions and tiles the launchers use."""
+    f32 = from_dtype(np.dtype(np.float32))
+    heads3 = _array(np.float32, 3)
+    for causal in (False, True):
+        yield (f"naive attention scores causal={causal}", attention_naive.scores_kernel(causal),
+               (heads3, heads3, heads3, f32))
+    yield ("naive attention softmax rows", attention_naive.softmax_rows_kernel, (heads3, heads3))
+    yield ("naive attention weighted sum", attention_naive.weighted_sum_kernel, (heads3,) * 3)
+    for dtype in (np.float32, np.float64):
+        value = from_dtype(np.dtype(dtype))
+        a3, a2, a1 = _array(dtype, 3), _array(dtype, 2), _array(dtype, 1)
+        for head_dim in (64, attention.MAX_HEAD_DIM):
+            for causal in (False, True):
+                tag = f"head_dim {head_dim} causal={causal} {np.dtype(dtype)}"
+                for record in (False, True):
+                    yield (f"flash attention forward {tag} record={record}",
+                           attention.flash_attention_kernel(
+                               head_dim, attention.BLOCK_Q, attention.BLOCK_K, causal,
+                               attention.online_softmax_update, record, np.dtype(dtype)),
+                           (a3, a3, a3, a3, a2, value, _INT, _INT, a2, a1, a2))
+                options = (head_dim, attention.BLOCK_Q, attention.BLOCK_K, causal, np.dtype(dtype))
+                yield (f"flash attention dQ {tag}", attention_backward.dq_kernel(*options),
+                       (a3, a3, a3, a3, a2, a3, a3, a2, value))
+                yield (f"flash attention dK dV {tag}", attention_backward.dkdv_kernel(*options),
+                       (a3, a3, a3, a2, a3, a2, a3, a3, value))
+
+
+def _other_cases():
+    """The tensor-core model, the sort, the build track's engine parts, the busy kernel."""
+    for fragment in tensor_core.FRAGMENTS:
+        yield (f"tensor core matmul fragment {fragment}", tensor_core.mma_kernel(fragment),
+               (_array(np.float16, 3), _array(np.float16, 3), _array(np.float32, 3),
+                _array(np.int64, 1)))
+    for dtype in (np.float32, np.float64, np.int64):
+        yield (f"rank sort {np.dtype(dtype)}", sort.rank_sort_kernel(),
+               (_array(dtype, 2), _array(dtype, 2), _array(np.int64, 2), _INT, _INT,
+                types.boolean))
+    for dtype in (np.float32, np.float64):
+        for op, fn in ops.UNARY.items():
+            yield (f"part map {op} {np.dtype(dtype)}", parts.engine_map(fn),
+                   (_array(dtype, 1), _array(dtype, 1)))
+        yield (f"part block sum {np.dtype(dtype)}", parts.engine_block_sum,
+               (_array(dtype, 2), _array(np.float64, 2)))
+    yield ("part tiled matmul", parts.engine_matmul(parts.MATMUL_TILE),
+           (_array(np.float64, 2),) * 3)
+    yield ("exercise 8.2's tiled kernel around a load step",
+           ch08.tiled_matmul_with(_load_phase, 8), (_array(np.float64, 2),) * 3)
+    from teachgrad.streams.busy import _busy_kernel
+
+    yield ("stream busy kernel", _busy_kernel(), (types.float64,))
+
+
+@cuda.jit(device=True)
+def _load_phase(A, B, a_tile, b_tile, row, col, phase):
+    """A load step of the shape exercise 8.2 asks for (the checker's kernel calls the
+    learner's): this thread's slot of both tiles, zeros past an edge."""
+    tile = a_tile.shape[0]
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    k_a, k_b = phase * tile + tx, phase * tile + ty
+    a_tile[ty, tx] = A[row, k_a] if row < A.shape[0] and k_a < A.shape[1] else 0.0
+    b_tile[ty, tx] = B[k_b, col] if k_b < B.shape[0] and col < B.shape[1] else 0.0
+
+
+def _generated_cases():
+    """The kernels ``tg.compile`` generates on ``cuda``, forward and backward for every
+    combination of inputs needing a gradient, for a graph with every fusible operation.
+
+    The graph is traced on ``cpu`` tensors (there is no GPU to make ``cuda`` ones on);
+    each fused region's sources are then generated for ``cuda``, as they would be there.
+    """
+    import teachgrad as tg
+    from teachgrad.jit import codegen, fused_backward, kernel_text, passes
+
+    def every_operation(x, y):
+        a = (x * y + 0.5).tanh() - x.sigmoid() * 0.25
+        b = (a.abs() + 1.0).log() + (y.abs() / (x.abs() + 2.0)).sqrt()
+        c = a.exp().relu() * b.sin() - (-b).cos() + a ** 2
+        return c * x
+
+    regions: list[tuple] = []
+    original = passes.make_fused_function
+
+    def spy(members, inputs, outputs):
+        regions.append((members, inputs, outputs))
+        return original(members, inputs, outputs)
+
+    passes.make_fused_function = spy
+    try:
+        for dtype in ("float32", "float64"):
+            x = tg.randn(5, dtype=getattr(tg, dtype), requires_grad=True)
+            y = tg.randn(5, dtype=getattr(tg, dtype), requires_grad=True)
+            tg.compile(every_operation)(x, y)
+    finally:
+        passes.make_fused_function = original
+    missing = set(kernel_text.OP_NAMES) - {m.target for members, _, _ in regions for m in members}
+    if missing:
+        raise RuntimeError("the graph for the generated kernels lost operations: "
+                           + ", ".join(sorted(kernel_text.OP_NAMES[t] for t in missing)))
+    for members, inputs, outputs in regions:
+        dtype = members[0].meta[0].dtype
+        source = codegen.kernel_source(members, inputs, outputs, dtype, "cuda")
+        region = kernel_text.Region(members, inputs, outputs, dtype, "cuda")
+        name = kernel_text.kernel_name(region)
+        kernel = codegen.compile_kernel(name, source, "cuda")
+        arrays = (_array(dtype, 1),) * (len(inputs) + len(outputs))
+        yield (f"generated {name} {dtype}", kernel, arrays)
+        for needs in itertools.product((False, True), repeat=len(inputs)):
+            if not any(needs):
+                continue
+            plan = fused_backward.backward_kernel(region, name + "_backward", needs)
+            if not plan.grads_for:
+                continue
+            count = (len(plan.reads_inputs) + plan.reads_output + len(outputs)
+                     + len(plan.grads_for))
+            yield (f"generated {plan.name} {dtype} needs={needs}",
+                   codegen.compile_kernel(plan.name, plan.source, "cuda"),
+                   (_array(dtype, 1),) * count)
 
 
 class _TargetDevice:
@@ -102,7 +247,20 @@ class _TargetDevice:
         self.compute_capability = cc
 
 
-def main(cc: tuple[int, int] = (9, 0)) -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m teachgrad.kernels.compile_check",
+        description="Compile every kernel of the package to PTX, without a GPU.")
+    parser.add_argument("--cc", default="9.0",
+                        help="compute capability to compile for, e.g. 8.0 (default 9.0)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="one line per kernel: ok or FAIL, its case and its Python function")
+    args = parser.parse_args(argv)
+    try:
+        major, minor = (int(part) for part in args.cc.split("."))
+    except ValueError:
+        parser.error(f"--cc takes MAJOR.MINOR, e.g. 9.0, not {args.cc!r}")
+    cc = (major, minor)
     from numba.cuda import dispatcher
 
     # with no GPU there is no current device to ask which architecture to compile for
@@ -111,11 +269,17 @@ def main(cc: tuple[int, int] = (9, 0)) -> int:
     start = time.perf_counter()
     cases = list(_cases())
     for name, kernel, argtypes in cases:
+        fn = kernel.py_func
+        where = f"{fn.__module__}:{fn.__name__}"
         try:
-            cuda.compile_ptx(kernel.py_func, argtypes, cc=cc)
+            cuda.compile_ptx(fn, argtypes, cc=cc)
         except Exception as error:  # report every failure, not just the first
             failures += 1
-            print(f"FAIL {name}: {type(error).__name__}: {str(error).splitlines()[0][:300]}")
+            print(f"FAIL {name} ({where}): {type(error).__name__}: "
+                  f"{str(error).splitlines()[0][:300]}")
+        else:
+            if args.verbose:
+                print(f"ok {name} ({where})")
     print(f"{len(cases) - failures}/{len(cases)} kernels compiled for sm_{cc[0]}{cc[1]} "
           f"in {time.perf_counter() - start:.0f} s")
     return 1 if failures else 0

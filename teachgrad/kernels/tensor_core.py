@@ -62,7 +62,8 @@ FRAGMENT = 16  #: wmma's m16n16k16
 FRAGMENTS = (4, 8, 16)  #: the sizes this model builds: whole 4x4x4 tensor-core steps
 #: One tensor-core step, D = A·B + C on 4x4 matrices, counted as the notes count it.
 FLOPS_PER_TENSOR_CORE_STEP = (4 + 4 - 1) * 4 * 4 + 4 * 4
-_ZERO16 = np.float16(0)
+#: Zero for every fragment, float16 ones included: a float16 constant in a kernel compiles
+#: to IR that NVVM rejects (numba-cuda 0.30), and 0 stored into float16 is exactly 0.
 _ZERO32 = np.float32(0)
 
 
@@ -87,7 +88,7 @@ def tensor_core_peak_tflops(sms: int = 72, tensor_cores_per_sm: int = 8,
 @cuda.jit(device=True)
 def load_matrix_sync(fragment, source, batch, row0, col0, lane):
     """The warp copies ``source[batch, row0:row0+F, col0:col0+F]`` into ``fragment``."""
-    copy_tile(fragment, source, batch, row0, col0, lane, WARP, _ZERO16)
+    copy_tile(fragment, source, batch, row0, col0, lane, WARP, _ZERO32)
     cuda.syncthreads()  # the whole fragment is in place before any lane uses it
 
 
