@@ -23,16 +23,14 @@ import os
 import sys
 import time
 
-if os.environ.get("TEACHGRAD_CUDA") != "gpu" and "teachgrad._cuda_setup" in sys.modules:
-    # ``python -m`` imported teachgrad (this module's package) before the line below could
-    # ask for the GPU: it chose the simulator, and with it the simulator's tile sizes and
-    # kernels. Start again with the environment set first.
-    os.environ["TEACHGRAD_CUDA"] = "gpu"
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
-    os.execv(sys.executable, [sys.executable, "-m", "teachgrad.kernels.compile_check",
-                              *sys.argv[1:]])
 os.environ["TEACHGRAD_CUDA"] = "gpu"
 os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+if "teachgrad._cuda_setup" in sys.modules and sys.modules["teachgrad._cuda_setup"].is_simulated():
+    # ``python -m`` imported teachgrad (this module's package) before the lines above could
+    # ask for the GPU: it chose the simulator, and with it the simulator's tile sizes and
+    # kernels. Start again, with the environment set first.
+    os.execv(sys.executable, [sys.executable, "-m", "teachgrad.kernels.compile_check",
+                              *sys.argv[1:]])
 
 import numpy as np  # noqa: E402
 from numba import cuda, from_dtype, types  # noqa: E402
@@ -134,7 +132,8 @@ def _attention_cases():
         a3, a2, a1 = _array(dtype, 3), _array(dtype, 2), _array(dtype, 1)
         for head_dim in (64, attention.MAX_HEAD_DIM):
             for causal in (False, True):
-                tag = f"head_dim {head_dim} causal={causal} {np.dtype(dtype)}"
+                tag = (f"head_dim {head_dim} tiles {attention.BLOCK_Q}x{attention.BLOCK_K} "
+                       f"causal={causal} {np.dtype(dtype)}")
                 for record in (False, True):
                     yield (f"flash attention forward {tag} record={record}",
                            attention.flash_attention_kernel(
@@ -221,10 +220,9 @@ def _generated_cases():
                            + ", ".join(sorted(kernel_text.OP_NAMES[t] for t in missing)))
     for members, inputs, outputs in regions:
         dtype = members[0].meta[0].dtype
-        source = codegen.kernel_source(members, inputs, outputs, dtype, "cuda")
         region = kernel_text.Region(members, inputs, outputs, dtype, "cuda")
         name = kernel_text.kernel_name(region)
-        kernel = codegen.compile_kernel(name, source, "cuda")
+        kernel = codegen.compile_kernel(name, codegen.forward_source(region, name), "cuda")
         arrays = (_array(dtype, 1),) * (len(inputs) + len(outputs))
         yield (f"generated {name} {dtype}", kernel, arrays)
         for needs in itertools.product((False, True), repeat=len(inputs)):

@@ -43,7 +43,7 @@ import math
 from typing import Any, Callable
 
 import numpy as np
-from numba import cuda, from_dtype
+from numba import cuda, float64
 
 from ..autograd import parts as registry
 from ..autograd.parts import PartError
@@ -57,9 +57,6 @@ from .transfer import to_host
 REDUCE_THREADS = 32
 #: Tile of a plugged ``cuda.matmul`` kernel: blocks of ``MATMUL_TILE x MATMUL_TILE`` threads.
 MATMUL_TILE = matmul_kernels.TILE
-#: The numba type of the shared arrays (worked out here: a kernel on a GPU cannot call
-#: from_dtype, which the simulator, running the kernel as Python, would allow)
-_FLOAT64 = from_dtype(np.float64)
 
 
 # -- the engine's own implementations of the three parts ----------------------------------
@@ -75,7 +72,7 @@ def engine_map(fn: Callable):
 @cuda.jit
 def engine_block_sum(x, out):
     """The engine's reduction as a part: each block sums its REDUCE_THREADS elements as a tree."""
-    partial = cuda.shared.array(REDUCE_THREADS, _FLOAT64)
+    partial = cuda.shared.array(REDUCE_THREADS, float64)
     t, row = cuda.threadIdx.x, cuda.blockIdx.y
     i = cuda.blockIdx.x * REDUCE_THREADS + t
     partial[t] = x[row, i] if i < x.shape[1] else 0.0
@@ -93,8 +90,8 @@ def engine_block_sum(x, out):
 def engine_matmul(tile: int):
     """The engine's tiled matmul as a part: the 2-D form of :func:`matmul.tiled_kernel`."""
     def tiled_matmul(A, B, C):
-        a_tile = cuda.shared.array((tile, tile), _FLOAT64)
-        b_tile = cuda.shared.array((tile, tile), _FLOAT64)
+        a_tile = cuda.shared.array((tile, tile), float64)
+        b_tile = cuda.shared.array((tile, tile), float64)
         tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
         row, col = cuda.blockIdx.y * tile + ty, cuda.blockIdx.x * tile + tx
         acc = 0.0
