@@ -30,8 +30,9 @@ every later launch (``tg.kernels.flash_attention`` too) run your update instead.
 Kernel-level API (contiguous float32 or float64 device arrays ``(batch*heads, rows, head_dim)``)::
 
     flash_forward(Q, K, V, O, LSE, causal=False, scale=None,
-                  block_q=BLOCK_Q, block_k=BLOCK_K, update=None)   # None: the part's
+                  block_q=BLOCK_Q, block_k=None, update=None)   # None: key_tile(...); the part's
     flash_attention_kernel(head_dim, block_q, block_k, causal, update, record, dtype) -> kernel
+    key_tile(head_dim, dtype) -> int   # BLOCK_K, or fewer keys where two tiles overflow 48 KiB
     naive_attention(q, k, v, causal=False, scale=None) -> numpy   # the spec
 
 Tensor-level (differentiable, :mod:`.attention_autograd`):
@@ -54,7 +55,7 @@ from numba import cuda, float32, from_dtype
 
 from .. import _cuda_setup
 from ..autograd import parts as registry
-from .launch import launch
+from .launch import device_limits, launch
 from .matmul import copy_tile
 
 _SIM = _cuda_setup.is_simulated()
@@ -63,6 +64,23 @@ BLOCK_Q = 8 if _SIM else 64
 BLOCK_K = 8 if _SIM else 32
 #: The largest head dimension the kernel is built for (its local arrays have this size).
 MAX_HEAD_DIM = 128
+
+
+def fitting_tile(preferred: int, bytes_per_row: int) -> int:
+    """``preferred`` rows of shared tiles, halved until ``bytes_per_row`` for each fits the
+    device's static shared memory per block (48 KiB)."""
+    limit, tile = device_limits().max_shared_bytes_per_block, preferred
+    while tile > 1 and tile * bytes_per_row > limit:
+        tile //= 2
+    return tile
+
+
+def key_tile(head_dim: int, dtype: Any = np.float32) -> int:
+    """Keys per shared tile of the forward (and of the backward's dQ kernel) when none is
+    given: ``BLOCK_K``, or fewer where a tile of K and one of V would not fit. On a GPU
+    that is 32 keys, except 16 for float64 with a head dimension over 96 (two 32 x 128
+    float64 tiles are 64 KiB)."""
+    return fitting_tile(BLOCK_K, 2 * int(head_dim) * np.dtype(dtype).itemsize)
 
 _NEG_INF = float32(-np.inf)
 _ZERO = float32(0.0)
@@ -215,18 +233,20 @@ def _dummy(ndim: int, dtype: np.dtype):
 
 
 def flash_forward(Q, K, V, O, LSE, causal: bool = False, scale: float | None = None,
-                  block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
+                  block_q: int = BLOCK_Q, block_k: int | None = None,
                   update: Callable | None = None, trace: tuple | None = None) -> None:
     """Enqueue the tiled attention forward: ``O`` and ``LSE = m + log(l)`` per row.
 
     ``update``: the per-tile device function (default: whatever runs the part
     ``cuda.online_softmax`` now, the engine's own unless one is plugged). ``trace``:
     ``(head, row, state, scores, out)`` to record one row (see :func:`flash_attention_kernel`);
-    ``scale`` defaults to ``1 / sqrt(head_dim)``.
+    ``scale`` defaults to ``1 / sqrt(head_dim)``; ``block_k`` to :func:`key_tile`.
     """
     if update is None:
         update = ONLINE_SOFTMAX.fn or online_softmax_update
     _check_shapes(Q, K, V, O, LSE)
+    if block_k is None:
+        block_k = key_tile(Q.shape[2], Q.dtype)
     for name, size in (("block_q", block_q), ("block_k", block_k)):
         if not isinstance(size, (int, np.integer)) or size < 1:
             raise ValueError(f"{name} must be a positive int, got {size!r}")

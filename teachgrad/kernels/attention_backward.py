@@ -18,7 +18,12 @@ staged in shared memory). Causal masking skips the same wholly masked tiles.
 Kernel-level API (contiguous float32 or float64 device arrays, leading axis batch*heads)::
 
     flash_backward(Q, K, V, O, LSE, dO, dQ, dK, dV, causal=False, scale=None,
-                   block_q=BLOCK_Q, block_k=BLOCK_K)
+                   block_q=None, block_k=None)
+    query_tile(head_dim, dtype) -> int   # BLOCK_Q, or fewer rows where dkdv's tiles overflow
+
+``block_k`` is the dQ kernel's key tile and the dK/dV kernel's threads per block (default
+:func:`.attention.key_tile`); ``block_q`` is the dQ kernel's threads per block and the dK/dV
+kernel's query tile (default ``BLOCK_Q`` and :func:`query_tile`, each the largest that fits).
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ import math
 import numpy as np
 from numba import cuda, float32, from_dtype
 
-from .attention import BLOCK_K, BLOCK_Q, _check_shapes
+from .attention import BLOCK_Q, _check_shapes, fitting_tile, key_tile
 from .launch import launch
 from .matmul import copy_tile
 from .strided import new_array
@@ -43,6 +48,14 @@ def dot(a, b, b_row):
     for d in range(len(a)):
         total += a[d] * b[b_row, d]
     return total
+
+
+def query_tile(head_dim: int, dtype=np.float32) -> int:
+    """Query rows per shared tile of the dK/dV kernel when none is given: ``BLOCK_Q``, or
+    fewer where the tiles of Q and dO (and a value of LSE and of D a row) would not fit.
+    On a GPU: 64 rows, except 32 for float32 with a head dimension of 96 or more and for
+    float64 of 48 or more, and 16 for float64 of 96 or more."""
+    return fitting_tile(BLOCK_Q, (2 * int(head_dim) + 2) * np.dtype(dtype).itemsize)
 
 
 @functools.lru_cache(maxsize=None)
@@ -151,8 +164,8 @@ def dkdv_kernel(head_dim: int, block_q: int, block_k: int, causal: bool,
 
 
 def flash_backward(Q, K, V, O, LSE, dO, dQ, dK, dV, causal: bool = False,
-                   scale: float | None = None, block_q: int = BLOCK_Q,
-                   block_k: int = BLOCK_K) -> None:
+                   scale: float | None = None, block_q: int | None = None,
+                   block_k: int | None = None) -> None:
     """Enqueue the two backward kernels: ``dQ``, ``dK``, ``dV`` from the forward's ``O``, ``LSE``."""
     _check_shapes(Q, K, V, O, LSE)
     for name, given, like in (("dO", dO, O), ("dQ", dQ, Q), ("dK", dK, K), ("dV", dV, V)):
@@ -160,15 +173,18 @@ def flash_backward(Q, K, V, O, LSE, dO, dQ, dK, dV, causal: bool = False,
             raise ValueError(f"{name} must be {like.dtype} of shape {tuple(like.shape)}, got "
                              f"{given.dtype} {tuple(given.shape)}")
     for name, size in (("block_q", block_q), ("block_k", block_k)):
-        if not isinstance(size, (int, np.integer)) or size < 1:
+        if size is not None and (not isinstance(size, (int, np.integer)) or size < 1):
             raise ValueError(f"{name} must be a positive int, got {size!r}")
     bh, T, D = Q.shape
     S = K.shape[1]
     dtype = np.dtype(Q.dtype)
+    # (the tiles a size was not given for: the largest whose shared memory fits)
+    keys = int(block_k) if block_k is not None else key_tile(D, dtype)
+    dq_rows = int(block_q) if block_q is not None else BLOCK_Q
+    dkdv_rows = int(block_q) if block_q is not None else query_tile(D, dtype)
     scale = dtype.type(1.0 / math.sqrt(D) if scale is None else scale)
     delta = new_array((bh, T), dtype).buffer.reshape(bh, T)
-    options = (int(D), int(block_q), int(block_k), bool(causal), dtype)
-    launch(dq_kernel(*options), (-(-T // block_q), bh), block_q, Q, K, V, O, LSE, dO, dQ,
-           delta, scale)
-    launch(dkdv_kernel(*options), (-(-S // block_k), bh), block_k, Q, K, V, LSE, dO, delta,
-           dK, dV, scale)
+    launch(dq_kernel(int(D), dq_rows, keys, bool(causal), dtype), (-(-T // dq_rows), bh),
+           dq_rows, Q, K, V, O, LSE, dO, dQ, delta, scale)
+    launch(dkdv_kernel(int(D), dkdv_rows, keys, bool(causal), dtype), (-(-S // keys), bh),
+           keys, Q, K, V, LSE, dO, delta, dK, dV, scale)

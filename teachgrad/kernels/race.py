@@ -326,4 +326,4 @@ def compile_cases():
 
     for barrier in (True, False):
         yield (f"block_sum tree_barrier={barrier}", block_sum_kernel(256, barrier),
-               (types.Array(types.float64, 1, "C"), types.Array(types.float64, 1, "C")))
+               (types.Array(types.float64, 1, "C"), types.Array(types.float64, 1, "C")), 256)

@@ -2,10 +2,12 @@
 
 The simulator runs kernels as Python, so it accepts code numba cannot compile for a
 device: a call to a host function inside a kernel, a float16 constant that NVVM
-rejects. ``python -m teachgrad.kernels.compile_check`` compiles each kernel to PTX for
-sm_90 with the argument types its launcher passes (numba's NVVM and NVRTC, from the
-``ptx`` extra; no GPU). These tests run it, and check that no ``@cuda.jit`` kernel of
-the package is missing from it, so a new kernel cannot skip the check.
+rejects, or a block that asks for more shared memory or registers than a GPU has.
+``python -m teachgrad.kernels.compile_check`` compiles each kernel to PTX for sm_90 with
+the argument types its launcher passes, and assembles it with ptxas (numba's NVVM and
+NVRTC and CUDA's ptxas, from the ``ptx`` extra; no GPU). These tests run it, and check
+that no ``@cuda.jit`` kernel of the package is missing from it, so a new kernel cannot
+skip the check.
 """
 from __future__ import annotations
 
@@ -74,18 +76,38 @@ def compiled() -> subprocess.CompletedProcess:
 def test_every_kernel_compiles_for_sm_90(compiled):
     output = compiled.stdout + compiled.stderr
     assert compiled.returncode == 0, output[-6000:]
-    done = re.search(r"^(\d+)/(\d+) kernels compiled for sm_90 ", compiled.stdout, re.M)
+    done = re.search(r"^(\d+)/(\d+) kernels compiled and assembled by ptxas for sm_90 ",
+                     compiled.stdout, re.M)
     assert done and done.group(1) == done.group(2), output[-6000:]
     assert int(done.group(2)) >= 300  # every dtype, operation and variant the launchers make
 
 
+def test_every_block_fits_a_gpu(compiled):
+    """What ptxas says each kernel uses, for the largest block its launcher starts: the
+    static shared memory within 48 KiB, the registers within 65536 a block."""
+    usage = re.findall(r"^ok (.*) \([\w.]+:\w+\): (\d+) registers x (\d+) threads, "
+                       r"(\d+) bytes shared", compiled.stdout, re.M)
+    assert len(usage) == len(re.findall(r"^ok ", compiled.stdout, re.M)) >= 300
+    for name, registers, threads, shared in usage:
+        assert int(shared) <= 48 * 1024, name
+        assert 0 < int(registers) <= 255 and 1 <= int(threads) <= 1024, name
+    by_name = {name: (int(r), int(t), int(b)) for name, r, t, b in usage}
+    # float64 attention with head_dim 128: its tiles shrunk to fit (full size would need
+    # 64 KiB for the forward and 129 KiB for dK/dV)
+    assert by_name["flash attention dK dV head_dim 128 causal=True float64 tiles 16x16"][1:] \
+        == (16, 33024)
+    assert by_name["flash attention forward head_dim 128 causal=False float64 tiles 64x16 "
+                   "record=False"][1:] == (64, 32768)
+    assert by_name["tiled matmul float32 record=False"][1:] == (256, 2 * 16 * 16 * 4)
+
+
 def test_no_kernel_of_the_package_is_left_out(compiled):
-    seen = set(re.findall(r"^ok .* \(([\w.]+):(\w+)\)$", compiled.stdout, re.M))
+    seen = set(re.findall(r"^ok .* \(([\w.]+):(\w+)\)(?::|$)", compiled.stdout, re.M))
     missing = kernels_in_package() - set(NOT_COMPILED) - seen
     assert not missing, f"kernels compile_check does not compile: {sorted(missing)}"
     # the GPU's sizes, not the simulator's (8 x 8): the tiled attention in 64 x 32 tiles
-    assert re.search(r"^ok flash attention forward head_dim 64 tiles 64x32 .*"
-                     r"\(teachgrad\.kernels\.attention:flash_attention_forward\)$",
+    assert re.search(r"^ok flash attention forward head_dim 64 .* tiles 64x32 .*"
+                     r"\(teachgrad\.kernels\.attention:flash_attention_forward\):",
                      compiled.stdout, re.M)
     # tg.compile's generated kernels, forward and backward, in both dtypes
     for dtype in ("float32", "float64"):
@@ -102,14 +124,14 @@ def test_the_scan_finds_both_kinds_of_kernel():
     assert set(NOT_COMPILED) <= found  # (an entry that no longer exists would hide nothing)
 
 
-def test_a_kernel_that_only_the_simulator_runs_fails_the_check():
+def test_kernels_a_gpu_would_refuse_fail_the_check():
     script = textwrap.dedent("""
         import os, sys
         os.environ["TEACHGRAD_CUDA"] = "gpu"
         os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
         import numpy as np
-        from numba import cuda, from_dtype, types
-        from teachgrad.kernels import compile_check
+        from numba import cuda, float64, from_dtype, types
+        from teachgrad.kernels import attention, compile_check
 
         def fine(x):
             x[0] = 1.0
@@ -119,16 +141,50 @@ def test_a_kernel_that_only_the_simulator_runs_fails_the_check():
             s[0] = 1.0
             x[0] = s[0]
 
+        def big_tile(x):  # 64 KiB of static shared memory: a block has 48
+            s = cuda.shared.array(8192, float64)
+            s[cuda.threadIdx.x] = 1.0
+            cuda.syncthreads()
+            x[0] = s[8191 - cuda.threadIdx.x]
+
+        def small_tile(x):
+            s = cuda.shared.array(512, float64)
+            s[cuda.threadIdx.x] = 1.0
+            cuda.syncthreads()
+            x[0] = s[511 - cuda.threadIdx.x]
+
+        understated = cuda.jit(small_tile)
+        understated.shared_bytes = 64  # uses 4096: the launch check would be told too little
         array = types.Array(types.float64, 1, "C")
-        compile_check._cases = lambda: iter([("fine", cuda.jit(fine), (array,)),
-                                             ("host call", cuda.jit(host_call_inside), (array,))])
+        flash = attention.flash_attention_kernel(64, 64, 32, False)
+        f32 = types.Array(types.float32, 3, "C")
+        flash_types = (f32, f32, f32, f32, types.Array(types.float32, 2, "C"), types.float32,
+                       types.int64, types.int64, types.Array(types.float32, 2, "C"),
+                       types.Array(types.float32, 1, "C"), types.Array(types.float32, 2, "C"))
+        compile_check._cases = lambda: iter([
+            ("fine", cuda.jit(fine), (array,), 1024),
+            ("host call", cuda.jit(host_call_inside), (array,), 32),
+            ("big tile", cuda.jit(big_tile), (array,), 256),
+            ("understated tile", understated, (array,), 256),
+            ("flash in 1024 threads", flash, flash_types, 1024),
+            ("flash in 64 threads", flash, flash_types, 64)])
+        assert compile_check.registers_per_block(64, 1024) == 65536
+        assert compile_check.registers_per_block(65, 1024) == 73728  # 9 x 256 a warp
+        assert compile_check.registers_per_block(255, 33) == 2 * 8192  # a second, partial warp
         sys.exit(compile_check.main(["--cc", "8.0"]))
     """)
     run = _run(["-c", script])
     assert run.returncode == 1, run.stdout + run.stderr
-    assert re.search(r"^FAIL host call \(__main__:host_call_inside\): TypingError", run.stdout,
-                     re.M)
-    assert "1/2 kernels compiled for sm_80" in run.stdout
+    out = run.stdout
+    assert re.search(r"^FAIL host call \(__main__:host_call_inside\): TypingError", out, re.M)
+    assert re.search(r"^FAIL big tile \(__main__:big_tile\): ptxas: .*too much shared data "
+                     r"\(0x10000 bytes, 0xc000 max\)", out, re.M), out
+    assert re.search(r"^FAIL understated tile .*: \d+ registers x 256 threads, 4096 bytes shared: "
+                     r"it declares 64 bytes", out, re.M), out
+    assert re.search(r"^FAIL flash in 1024 threads .*: (\d+) registers x 1024 threads, 16384 "
+                     r"bytes shared: a block needs \d+ registers, over the 65536", out, re.M), out
+    assert not re.search(r"^FAIL (fine|flash in 64 threads)", out, re.M), out
+    assert "2/6 kernels compiled and assembled by ptxas for sm_80" in out
 
 
 def test_a_bad_compute_capability_is_refused():

@@ -155,6 +155,63 @@ def test_kernel_level_refuses_bad_shapes_and_tiles_before_launching():
                                 to_device(np.zeros((1, 4, 3), np.float32)), to_device(np.zeros((1, 4))))
 
 
+def test_default_tiles_fit_a_gpus_shared_memory(monkeypatch):
+    """With the GPU's tiles (64 query rows, 32 keys), the tiles chosen when none are given
+    are the largest whose shared memory fits the 48 KiB a block has: float64 with a large
+    head dimension would need 64 KiB (forward) or 129 KiB (dK/dV) at full size."""
+    from teachgrad.kernels import attention_backward
+
+    monkeypatch.setattr(attention, "BLOCK_Q", 64)
+    monkeypatch.setattr(attention, "BLOCK_K", 32)
+    monkeypatch.setattr(attention_backward, "BLOCK_Q", 64)
+    limit = 48 * 1024
+    for dtype in (np.float32, np.float64):
+        for D in (1, 16, 32, 47, 48, 64, 95, 96, 97, 128):
+            keys, rows = attention.key_tile(D, dtype), attention_backward.query_tile(D, dtype)
+            forward = attention.flash_attention_kernel(D, 64, keys, False, dtype=np.dtype(dtype))
+            dq = attention_backward.dq_kernel(D, 64, keys, False, np.dtype(dtype))
+            dkdv = attention_backward.dkdv_kernel(D, rows, keys, False, np.dtype(dtype))
+            assert max(forward.shared_bytes, dq.shared_bytes, dkdv.shared_bytes) <= limit
+            # ... and the largest that fit: twice the tile would not
+            wider = attention.flash_attention_kernel(D, 64, 2 * keys, False, dtype=np.dtype(dtype))
+            assert keys == 32 or wider.shared_bytes > limit
+            taller = attention_backward.dkdv_kernel(D, 2 * rows, keys, False, np.dtype(dtype))
+            assert rows == 64 or taller.shared_bytes > limit
+    assert [attention.key_tile(D, np.float64) for D in (64, 96, 97, 128)] == [32, 32, 16, 16]
+    assert attention.key_tile(128, np.float32) == 32
+    assert [attention_backward.query_tile(D, np.float32) for D in (95, 96, 128)] == [64, 32, 32]
+    assert [attention_backward.query_tile(D, np.float64) for D in (47, 48, 95, 96)] == [64, 32,
+                                                                                      32, 16]
+
+
+def test_default_tiles_shrink_to_the_devices_limit_and_stay_correct(monkeypatch):
+    """Under a 2 KiB limit the simulator's 8-key tiles no longer fit a head dimension of 32
+    in float64: the launches without sizes shrink them (4 keys; 2 query rows for dK/dV) and
+    the results and gradients are still attention's; a size given explicitly is refused."""
+    from teachgrad.kernels import launch as launching
+    from teachgrad.kernels.attention_backward import flash_backward
+
+    small = launching.DeviceLimits(max_shared_bytes_per_block=2048)
+    monkeypatch.setattr(launching, "device_limits", lambda: small)
+    monkeypatch.setattr(attention, "device_limits", lambda: small)
+    assert attention.key_tile(32, np.float64) == min(4, attention.BLOCK_K)
+    q, k, v = (rng.standard_normal((2, n, 32)) for n in (7, 9, 9))
+    grad_out = rng.standard_normal((2, 7, 32))
+    for causal in (False, True):
+        Q, K, V = to_device(q), to_device(k), to_device(v)
+        O, L = to_device(np.full((2, 7, 32), np.nan)), to_device(np.full((2, 7), np.nan))
+        attention.flash_forward(Q, K, V, O, L, causal=causal)
+        np.testing.assert_allclose(to_host(O), attention.naive_attention(q, k, v, causal),
+                                   rtol=1e-10, atol=1e-12)
+        grads = [to_device(np.full(a.shape, np.nan)) for a in (q, k, v)]
+        flash_backward(Q, K, V, O, L, to_device(grad_out), *grads, causal=causal)
+        for name, got, want in zip(("dQ", "dK", "dV"), grads,
+                                   reference_gradients(q, k, v, grad_out, causal)):
+            np.testing.assert_allclose(to_host(got), want, rtol=1e-9, atol=1e-11, err_msg=name)
+    with pytest.raises(ValueError, match="shared memory per block is over the limit of 2048"):
+        attention.flash_forward(Q, K, V, O, L, block_k=8)
+
+
 # -- the recorded online softmax ---------------------------------------------------------------
 
 def test_recorded_row_follows_the_online_softmax():
