@@ -284,3 +284,69 @@ def test_flash_attention_backward(dtype, T, S, causal):
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=name)
     if causal and S > T:  # keys after the last query have no gradient
         assert not dK[:, T:].any() and not dV[:, T:].any()
+
+
+# -- at a GPU's sizes ---------------------------------------------------------------------------
+# The tests above use the simulator's small blocks. A GPU launches the same kernels with
+# bigger ones (elementwise.py, reduce.py, matmul.py, attention.py choose them when no
+# simulator runs), so each is also checked once with those blocks, on ragged sizes.
+
+GPU_TILE, GPU_REGISTER_BLOCK, GPU_THREADS = 16, ((64, 64, 16), (4, 4)), 256
+
+
+def test_matmuls_in_a_gpus_blocks():
+    """The tiled kernel in 16 x 16 threads and the register-blocked one in 64 x 64 outputs
+    (4 x 4 a thread, 256 threads), on sizes that are multiples of neither."""
+    A, B, C = matmul_operands(1, 21, 19, 18, np.float32)
+    grid = (ceil_div(18, GPU_TILE), ceil_div(21, GPU_TILE), 1)
+    counts, loads = np.zeros(1, np.int64), np.zeros((1,) * 6, np.int32)
+    race_free(matmul.tiled_kernel(np.dtype(np.float32), GPU_TILE, False), grid,
+              (GPU_TILE, GPU_TILE), A, B, C, counts, loads, loads)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-5, atol=1e-5)
+    A, B, C = matmul_operands(1, 70, 19, 67, np.float32)
+    kernel = matmul.register_kernel(np.dtype(np.float32), *GPU_REGISTER_BLOCK, False)
+    assert kernel.threads[0] * kernel.threads[1] == GPU_THREADS
+    race_free(kernel, (2, 2, 1), kernel.threads, A, B, C, counts)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-5, atol=1e-5)
+
+
+def test_reductions_in_a_gpus_blocks():
+    """256 threads a block, 2 blocks a row for 600 columns, then the arg reduction."""
+    rows, n = 3, 600
+    x = rng.standard_normal((rows, n))
+    out = np.full((rows, 2), np.nan)
+    race_free(reduce.reduce_kernel("sum", np.dtype(np.float64), GPU_THREADS), (2, rows),
+              GPU_THREADS, x, out, rows, n)
+    share = np.arange(n) // GPU_THREADS % 2
+    np.testing.assert_allclose(out, np.stack([x[:, share == b].sum(1) for b in (0, 1)], 1),
+                               rtol=1e-12, atol=1e-12)
+    arg = np.full(rows, -7, np.int64)
+    race_free(reduce.arg_reduce_kernel("argmax", np.dtype(np.float64), GPU_THREADS), rows,
+              GPU_THREADS, x, arg, rows, n)
+    np.testing.assert_array_equal(arg, x.argmax(axis=1))
+
+
+@pytest.mark.parametrize("rows,keys,dkdv_rows", [(64, 32, 64), (64, 32, 32), (64, 16, 16)])
+def test_flash_attention_in_a_gpus_tiles(rows, keys, dkdv_rows):
+    """The tiles a GPU takes (``key_tile``, ``query_tile``): 64 query rows a block and 32
+    keys, and the smaller tiles of a large head dimension (32 query rows for dK/dV; 16 keys
+    and 16 rows in float64 at head_dim 128), causal, on 70 queries and 45 keys."""
+    T, S, dtype = 70, 45, np.float64
+    q, k, v = attention_inputs(T, S, dtype)
+    scale = 1 / math.sqrt(D)
+    O, LSE = np.full((HEADS, T, D), np.nan), np.full((HEADS, T), np.nan)
+    no_trace = [np.full(shape, np.nan) for shape in [(1, 1), (1,), (1, 1)]]
+    race_free(attention.flash_attention_kernel(D, rows, keys, True, dtype=np.dtype(dtype)),
+              (ceil_div(T, rows), HEADS), rows, q, k, v, O, LSE, scale, -1, -1, *no_trace)
+    np.testing.assert_allclose(O, attention.naive_attention(q, k, v, True), rtol=1e-12,
+                               atol=1e-12)
+    grad_out = rng.standard_normal((HEADS, T, D))
+    dQ, delta = np.full((HEADS, T, D), np.nan), np.full((HEADS, T), np.nan)
+    dK, dV = np.full((HEADS, S, D), np.nan), np.full((HEADS, S, D), np.nan)
+    race_free(attention_backward.dq_kernel(D, rows, keys, True, np.dtype(dtype)),
+              (ceil_div(T, rows), HEADS), rows, q, k, v, O, LSE, grad_out, dQ, delta, scale)
+    race_free(attention_backward.dkdv_kernel(D, dkdv_rows, keys, True, np.dtype(dtype)),
+              (ceil_div(S, keys), HEADS), keys, q, k, v, LSE, grad_out, delta, dK, dV, scale)
+    for name, got, expected in zip(("dQ", "dK", "dV", "D"), (dQ, dK, dV, delta),
+                                   attention_gradients(q, k, v, grad_out, True, scale)):
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12, err_msg=name)
