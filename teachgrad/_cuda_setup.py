@@ -146,13 +146,40 @@ SIMULATOR_WARNING = (
 _warned = False
 
 
+#: True in a child process that ``fork`` made from one using a real GPU: the parent asked
+#: the CUDA driver for GPUs (``cuInit``) when teachgrad was imported, and CUDA does not
+#: survive a fork, so the child cannot use it. (The simulator has no such limit.)
+_forked_from_gpu_process = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked_from_gpu_process
+    if SETUP.mode == "gpu":
+        _forked_from_gpu_process = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+FORKED_CHILD_MESSAGE = (
+    "cuda cannot be used in a child process made by fork from one that had started CUDA "
+    "(teachgrad asks the CUDA driver for GPUs when it is imported), because CUDA does not "
+    "survive a fork. Start child processes that use cuda with the 'spawn' method, e.g. "
+    "multiprocessing.get_context('spawn'), as PyTorch requires too; a forked child may "
+    "still use the CPU."
+)
+
+
 def check_cuda() -> None:
-    """Raise a clear error when ``cuda`` cannot run (a GPU was required, none found)."""
+    """Raise a clear error when ``cuda`` cannot run (a GPU was required, none found; or
+    this is a forked child of a process using a GPU)."""
     if SETUP.mode == "none":
         raise RuntimeError(
             f"cuda is not available: {SETUP.reason}. Unset TEACHGRAD_CUDA (or set it to "
             "'sim') to run cuda tensors in numba's CUDA simulator instead."
         )
+    if _forked_from_gpu_process:
+        raise RuntimeError(FORKED_CHILD_MESSAGE)
 
 
 def require_cuda() -> None:

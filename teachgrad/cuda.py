@@ -159,12 +159,12 @@ def get_matmul_kernel() -> str:
 
 # Asynchronous dispatch (teachgrad.streams): streams and events after torch.cuda's.
 from .streams import (  # noqa: E402
-    Event, KernelError, Stream, current_stream, default_stream, stream,
+    DeviceFault, Event, KernelError, Stream, current_stream, default_stream, stream,
 )
 from .streams import recording as record_timeline  # noqa: E402
 
-__all__ += ["Stream", "Event", "KernelError", "current_stream", "default_stream", "stream",
-            "record_timeline"]
+__all__ += ["Stream", "Event", "KernelError", "DeviceFault", "current_stream", "default_stream",
+            "stream", "record_timeline"]
 
 # Device memory (teachgrad.memory): the caching allocator's counters, after torch.cuda's.
 from . import memory  # noqa: E402

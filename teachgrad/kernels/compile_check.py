@@ -136,7 +136,8 @@ def _cases():
 def _attention_cases():
     """The naive attention's three kernels, the tiled forward (plain and recording one row)
     and the two backward kernels, for the head dimensions and the tiles the launchers
-    choose when none are given (:func:`.attention.key_tile`, :func:`.attention_backward.query_tile`)."""
+    choose when none are given (:func:`.attention.key_tile`,
+    :func:`.attention_backward.query_tile`)."""
     f32 = from_dtype(np.dtype(np.float32))
     heads3 = _array(np.float32, 3)
     square = attention_naive.THREADS ** 2

@@ -18,6 +18,7 @@ and the host-to-device copy call it, and the device-to-host copy calls
 
     stream.py   Stream (a queue + a worker thread in the simulator, a CUDA stream on a GPU),
                 current_stream, stream(s), synchronize, launch blocking, KernelError
+                (DeviceFault: a real GPU's error, which cannot name the failing op)
     event.py    Event: record / query / synchronize / wait / elapsed_time
     records.py  OpRecord, HostWait, Recording: the timeline the Timeline widget draws
     sites.py    which op and which line of the learner's code an item came from
@@ -42,14 +43,14 @@ from .busy import busy
 from .event import Event
 from .records import HostWait, OpRecord, Recording
 from .stream import (
-    KernelError, Stream, current_stream, default_stream, enqueue, launch_blocking,
-    set_launch_blocking, stream, synchronize,
+    DeviceFault, KernelError, Stream, current_stream, default_stream, enqueue,
+    launch_blocking, set_launch_blocking, stream, synchronize,
 )
 
 __all__ = [
-    "busy", "Event", "HostWait", "KernelError", "OpRecord", "Recording", "Stream", "current_stream",
-    "default_stream", "enqueue", "launch_blocking", "recording", "set_launch_blocking",
-    "stream", "synchronize", "blocking_launches",
+    "busy", "DeviceFault", "Event", "HostWait", "KernelError", "OpRecord", "Recording", "Stream",
+    "current_stream", "default_stream", "enqueue", "launch_blocking", "recording",
+    "set_launch_blocking", "stream", "synchronize", "blocking_launches",
 ]
 
 

@@ -58,6 +58,40 @@ class KernelError(RuntimeError):
         self.record, self.skipped = record, skipped
 
 
+#: CUDA driver errors that leave the context unusable (a fault on the device): an illegal
+#: address, a launch timeout, a device-side assert, a hardware stack error, an illegal
+#: instruction, a misaligned address, an invalid address space or PC, a failed launch.
+STICKY_ERRORS = frozenset({700, 702, 710, 714, 715, 716, 717, 718, 719})
+
+
+class DeviceFault(KernelError):
+    """A real GPU reported an error for work on a stream, at a wait or at a launch.
+
+    The driver does not say which kernel failed, so the ops in flight are named; after
+    a fault on the device (:data:`STICKY_ERRORS`) nothing in this process can use the
+    GPU again. ``__cause__`` is numba's ``CudaAPIError``.
+    """
+
+    def __init__(self, stream_id: int, in_flight: list[OpRecord], cause: BaseException) -> None:
+        code = getattr(cause, "code", None)
+        self.sticky = code in STICKY_ERRORS
+        ops = "; ".join(r.describe() for r in in_flight[-5:]) or "none"
+        RuntimeError.__init__(
+            self,
+            f"work on cuda stream {stream_id} failed on the GPU ({cause}). Ops in flight, "
+            f"one of which failed: {ops}. "
+            + ("A fault on the device leaves this process's CUDA context unusable: every "
+               "later cuda operation fails as well, so restart Python (in Jupyter: restart "
+               "the kernel). A GPU does not check array bounds, so an index past the end "
+               "reads or writes whatever memory is there, and faults only outside any "
+               "allocation (the simulator raises IndexError for every one). "
+               if self.sticky else "")
+            + "Rerun with TEACHGRAD_LAUNCH_BLOCKING=1 to stop at the failing launch itself.")
+        self.record = in_flight[-1] if in_flight else None
+        self.skipped = 0
+        self.in_flight = list(in_flight)
+
+
 def _env_blocking() -> bool:
     return os.environ.get("TEACHGRAD_LAUNCH_BLOCKING", "0").strip() not in ("", "0")
 
@@ -192,8 +226,15 @@ class Stream:
     def _launch_on_gpu(self, item: _Item) -> None:
         from . import gpu_times
 
+        from numba.cuda.cudadrv.driver import CudaAPIError
+
         item.record.status = "running"
-        gpu_times.launch_timed(item.record, self._handle, item.run)
+        try:
+            gpu_times.launch_timed(item.record, self._handle, item.run)
+        except CudaAPIError as error:  # (after a fault, every launch fails at once)
+            item.record.status = "failed"
+            in_flight, self._in_flight = [*self._in_flight, item.record], []
+            raise DeviceFault(self.id, in_flight, error) from error
         self._in_flight.append(item.record)
         if _blocking:
             self.synchronize()
@@ -294,9 +335,8 @@ class Stream:
         try:
             self._handle.synchronize()
         except CudaAPIError as error:  # the GPU cannot say which op: name all in flight
-            ops = "; ".join(r.describe() for r in self._in_flight[-5:])
-            raise RuntimeError(f"a kernel on stream {self.id} failed ({error}). Ops in flight: "
-                               f"{ops}. Rerun with TEACHGRAD_LAUNCH_BLOCKING=1 to find it.") from error
+            in_flight, self._in_flight = self._in_flight, []
+            raise DeviceFault(self.id, in_flight, error) from error
         for record in self._in_flight:
             record.status = "done"
         self._in_flight.clear()

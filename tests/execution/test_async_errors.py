@@ -1,18 +1,35 @@
-"""A kernel that fails on the device is reported at the next wait, naming the op and the line."""
+"""A kernel that fails on the device is reported at the next wait, naming the op and the line.
+
+In the simulator a failing kernel raises a Python exception (an index past the end raises
+IndexError), which the stream keeps and reports as a KernelError naming the op. A real GPU
+checks no bounds and cannot say which kernel failed; a fault on it (an address outside
+any allocation) is reported as a DeviceFault naming the ops in flight, and leaves the
+process's CUDA context unusable. Tests marked ``simulator_semantics`` check the former and
+run wherever the simulator does (the test suite always); the rest hold on both.
+"""
 import teachgrad as tg  # first: chooses GPU or simulator before numba loads
 
 import os
 import subprocess
 import sys
 import textwrap
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from numba import cuda
+from numba.cuda.cudadrv.driver import CudaAPIError
 
-from teachgrad import streams
+from teachgrad import _cuda_setup, streams
 from teachgrad.kernels.launch import launch
 from teachgrad.kernels.transfer import to_device
+from teachgrad.streams.records import OpRecord
+from teachgrad.streams.stream import Stream, _Item
+
+simulator_semantics = pytest.mark.skipif(
+    not tg.cuda.is_simulated(),
+    reason="a GPU checks no bounds (this kernel's read past the end does not fail there) and "
+           "a fault on it cannot be survived in-process: test_a_fault_on_the_device covers it")
 
 
 @cuda.jit
@@ -41,6 +58,7 @@ def _line_of(text: str) -> int:
         return next(n for n, line in enumerate(f, 1) if text in line)
 
 
+@simulator_semantics
 def test_the_error_surfaces_at_the_next_sync_naming_op_and_site():
     x = tg.ones(4, device="cuda")
     y = Broken.apply(x)  # returns: the kernel has not run yet
@@ -59,6 +77,7 @@ def test_the_error_surfaces_at_the_next_sync_naming_op_and_site():
     np.testing.assert_array_equal((x + 1).cpu().numpy(), np.full(4, 2.0, np.float32))
 
 
+@simulator_semantics
 def test_a_raw_launch_names_the_callers_line():
     out, x = to_device(np.zeros(4)), to_device(np.zeros(4))
     launch(read_past_the_end, 1, 4, out, x)
@@ -71,6 +90,7 @@ def test_a_raw_launch_names_the_callers_line():
     tg.cuda.synchronize()  # nothing left to report
 
 
+@simulator_semantics
 def test_event_synchronize_reports_the_error_too():
     out, x = to_device(np.zeros(4)), to_device(np.zeros(4))
     launch(read_past_the_end, 1, 4, out, x)
@@ -80,6 +100,7 @@ def test_event_synchronize_reports_the_error_too():
     assert done.query()
 
 
+@simulator_semantics
 def test_with_launch_blocking_the_launch_itself_raises():
     out, x = to_device(np.zeros(4)), to_device(np.zeros(4))
     with streams.blocking_launches():
@@ -115,6 +136,8 @@ def test_no_deadlock_at_exit_with_work_still_queued():
     assert result.stdout.strip() == "enqueued True"
 
 
+@pytest.mark.skipif(not tg.cuda.is_simulated(),
+                    reason="the kernel waits on a host object, which only the simulator can")
 def test_no_deadlock_at_exit_when_a_kernel_never_finishes():
     result = _run("""
         import threading
@@ -156,10 +179,129 @@ def test_a_forked_child_starts_its_streams_afresh():
         y = (x * 2).sum()                   # the parent's worker thread is running
         pid = os.fork()
         if pid == 0:                        # the child has no worker thread: it must make one
-            z = (tg.ones(4, device="cuda") * 3).sum().item()
+            try:
+                z = (tg.ones(4, device="cuda") * 3).sum().item()
+            except RuntimeError as error:   # on a GPU: CUDA does not survive a fork
+                os._exit(2 if "child process made by fork" in str(error) else 3)
             os._exit(0 if z == 12.0 else 1)
         _, status = os.waitpid(pid, 0)
-        print(os.waitstatus_to_exitcode(status), y.item())
+        print(os.waitstatus_to_exitcode(status), y.item(), tg.cuda.is_simulated())
     """)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "0 16.0"
+    # the simulator's child computes; a GPU process's child is told to use 'spawn'
+    assert result.stdout.strip() in ("0 16.0 True", "2 16.0 False")
+
+
+def test_a_forked_child_of_a_gpu_process_is_told_to_spawn(monkeypatch):
+    """(The hook ``fork`` runs in the child, called here in a process set up as a GPU's.)"""
+    monkeypatch.setattr(_cuda_setup, "_forked_from_gpu_process", False)
+    _cuda_setup._after_fork_in_child()
+    if tg.cuda.is_simulated():  # the simulator survives a fork: nothing to refuse
+        assert not _cuda_setup._forked_from_gpu_process
+        _cuda_setup.check_cuda()
+    monkeypatch.setattr(_cuda_setup, "SETUP", _cuda_setup.CudaSetup("auto", "gpu", "test", 1))
+    _cuda_setup._after_fork_in_child()
+    with pytest.raises(RuntimeError, match=r"cuda cannot be used in a child process made by fork "
+                                           r".*multiprocessing.get_context\('spawn'\)"):
+        _cuda_setup.check_cuda()
+
+
+# -- a real GPU's errors --------------------------------------------------------------------------
+# The code that meets them runs only on a GPU; here it is driven with a stand-in stream
+# handle that fails as numba's does (CudaAPIError with the driver's code).
+
+def _record(name: str) -> OpRecord:
+    return OpRecord("kernel", name, "Mul.forward", f"train.py:{len(name)} in step", 3, 0.0)
+
+
+class _DriverError(CudaAPIError):
+    """numba's CudaAPIError as a GPU raises it (the simulator's stand-in has no ``code``)."""
+
+    def __init__(self, code: int, msg: str) -> None:
+        super().__init__(code, msg)
+        self.code, self.msg = code, msg
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.msg}"
+
+
+class _FailingHandle:
+    def __init__(self, code: int, message: str) -> None:
+        self.error = _DriverError(code, message)
+
+    def synchronize(self) -> None:
+        raise self.error
+
+
+def test_a_gpu_fault_at_a_wait_names_the_ops_in_flight_and_says_to_restart():
+    ops = [_record("first"), _record("second_kernel")]
+    fake = SimpleNamespace(id=3, _handle=_FailingHandle(700, "CUDA_ERROR_ILLEGAL_ADDRESS"),
+                           _in_flight=list(ops))
+    with pytest.raises(tg.cuda.DeviceFault) as caught:
+        Stream._sync_gpu(fake)
+    error = caught.value
+    assert isinstance(error, tg.cuda.KernelError) and error.sticky
+    assert isinstance(error.__cause__, CudaAPIError) and error.in_flight == ops
+    message = str(error)
+    assert message.startswith("work on cuda stream 3 failed on the GPU ([700] "
+                              "CUDA_ERROR_ILLEGAL_ADDRESS). Ops in flight, one of which failed: "
+                              f"{ops[0].describe()}; {ops[1].describe()}. ")
+    assert "restart Python (in Jupyter: restart the kernel)" in message
+    assert "A GPU does not check array bounds" in message
+    assert message.endswith("Rerun with TEACHGRAD_LAUNCH_BLOCKING=1 to stop at the failing "
+                            "launch itself.")
+    assert fake._in_flight == []  # reported once
+
+
+def test_a_gpu_error_at_a_launch_fails_that_launch():
+    """After a fault every launch fails at once; a launch refused for its resources is not
+    a fault (the context lives on), so the message does not say to restart."""
+    earlier = _record("earlier")
+    for code, sticky in ((700, True), (701, False)):
+        record = _record("this_one")
+        fake = SimpleNamespace(id=5, _handle=object(), _in_flight=[earlier])
+
+        def run(handle, code=code):
+            raise _DriverError(code, "CUDA_ERROR_X")
+
+        with pytest.raises(tg.cuda.DeviceFault) as caught:
+            Stream._launch_on_gpu(fake, _Item(record, run))
+        assert record.status == "failed" and caught.value.sticky is sticky
+        assert caught.value.record is record and caught.value.in_flight == [earlier, record]
+        assert ("restart Python" in str(caught.value)) is sticky
+        assert fake._in_flight == []
+
+
+def test_a_fault_on_the_device():
+    """A read far outside every allocation: the simulator raises IndexError, which comes back
+    as a KernelError naming the kernel; a GPU faults, which comes back as a DeviceFault
+    saying the process must restart. (A fresh process: on a GPU the fault is for good.)"""
+    result = _run("""
+        import numpy as np
+        import teachgrad as tg
+        from numba import cuda
+        from teachgrad.kernels.launch import launch
+        from teachgrad.kernels.transfer import to_device
+
+        @cuda.jit
+        def read_far_away(out, x):
+            i = cuda.grid(1)
+            if i < out.size:
+                out[i] = x[i + (1 << 40)]
+
+        out, x = to_device(np.zeros(4)), to_device(np.zeros(4))
+        launch(read_far_away, 1, 4, out, x)
+        try:
+            tg.cuda.synchronize()
+        except tg.cuda.KernelError as error:
+            print(tg.cuda.is_simulated(), type(error).__name__, type(error.__cause__).__name__,
+                  getattr(error, "sticky", None))
+            print(error)
+    """)
+    first, _, message = result.stdout.partition("\n")
+    if first.startswith("True"):
+        assert first == "True KernelError IndexError None", result.stdout + result.stderr
+        assert message.startswith("kernel read_far_away, enqueued at <string>:")
+    else:
+        assert first == "False DeviceFault CudaAPIError True", result.stdout + result.stderr
+        assert "read_far_away" in message and "restart Python" in message
