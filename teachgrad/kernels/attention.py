@@ -29,8 +29,8 @@ every later launch (``tg.kernels.flash_attention`` too) run your update instead.
 
 Kernel-level API (contiguous float32 or float64 device arrays ``(batch*heads, rows, head_dim)``)::
 
-    flash_forward(Q, K, V, O, LSE, causal=False, scale=None,
-                  block_q=BLOCK_Q, block_k=None, update=None)   # None: key_tile(...); the part's
+    flash_forward(Q, K, V, O, LSE, causal=False, scale=None, block_q=BLOCK_Q,
+                  block_k=None, update=None)   # None: key_tile(head_dim, dtype); the part's
     flash_attention_kernel(head_dim, block_q, block_k, causal, update, record, dtype) -> kernel
     key_tile(head_dim, dtype) -> int   # BLOCK_K, or fewer keys where two tiles overflow 48 KiB
     naive_attention(q, k, v, causal=False, scale=None) -> numpy   # the spec
