@@ -35,6 +35,7 @@ import numpy as np
 
 _lock = threading.Lock()
 _patched = False
+_numba_swap = None  #: numba's own ``swapped_cuda_module``, kept when it is replaced
 
 #: Held while a simulated kernel runs: the simulated device runs one kernel at a time.
 DEVICE_LOCK = threading.RLock()
@@ -63,9 +64,21 @@ class ThreadRoutedCuda:
 
 @contextlib.contextmanager
 def _routed_cuda_module(fn, fake_cuda_module):
-    """Replace numba's swap: route ``cuda`` in ``fn``'s module by thread, for good."""
+    """Replace numba's swap: route ``cuda`` in ``fn``'s module by thread, for good.
+
+    Only where numba is the simulator. On a GPU machine the race checker and the access
+    recorder still simulate kernels, but numba compiles the same modules' kernels for the
+    GPU, which needs the name to be ``numba.cuda`` itself: there numba's own swap runs,
+    and puts it back when the simulated kernel ends (no worker thread runs kernels there).
+    """
     from numba import cuda
 
+    from .. import _cuda_setup
+
+    if not _cuda_setup.is_simulated():
+        with _numba_swap(fn, fake_cuda_module):
+            yield
+        return
     globs = fn.__globals__
     for name, value in list(globs.items()):
         if value is cuda:
@@ -213,7 +226,7 @@ def tracing():
 
 def patch_simulator() -> None:
     """Make the simulator thread-safe (once; a no-op afterwards): see the module's docstring."""
-    global _patched
+    global _patched, _numba_swap
     if _patched:
         return
     from numba.cuda.simulator import kernel, kernelapi
@@ -222,6 +235,7 @@ def patch_simulator() -> None:
         if _patched:
             return
         kernelapi.FakeCUDAShared.array = _shared_array
+        _numba_swap = kernel.swapped_cuda_module
         kernel.swapped_cuda_module = _routed_cuda_module
         kernel.FakeCUDAKernel.__call__ = _locked_call(kernel.FakeCUDAKernel.__call__)
         _patched = True

@@ -18,6 +18,9 @@ def run_python(code: str, **env) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
+@pytest.mark.skipif(not tg.cuda.is_simulated(),
+                    reason="asserts the simulator's facts: is_simulated, its name, its 2 devices, "
+                           "'no CUDA driver found'")
 def test_this_machine_runs_cuda_in_the_simulator():
     assert not tg.cuda.is_available()  # PyTorch's meaning: a real GPU
     assert tg.cuda.is_simulated()
@@ -28,6 +31,9 @@ def test_this_machine_runs_cuda_in_the_simulator():
     tg.cuda.synchronize()
 
 
+@pytest.mark.skipif(not tg.cuda.is_simulated(),
+                    reason="needs a machine without a CUDA driver: with a GPU, TEACHGRAD_CUDA=gpu "
+                           "finds one and nothing fails")
 def test_requiring_a_gpu_without_one_fails_clearly_at_first_use():
     result = run_python(
         "import teachgrad as tg\n"
@@ -41,6 +47,9 @@ def test_requiring_a_gpu_without_one_fails_clearly_at_first_use():
             "(or set it to 'sim') to run cuda tensors in numba's CUDA simulator instead.") in result.stderr
 
 
+@pytest.mark.skipif(not tg.cuda.is_simulated(),
+                    reason="needs a machine without a CUDA driver: with a GPU, numba imported "
+                           "first agrees with teachgrad's choice and nothing is reported")
 def test_numba_imported_first_is_reported_not_fatal():
     result = run_python(
         "import warnings; warnings.simplefilter('always')\n"

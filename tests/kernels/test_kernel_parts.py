@@ -133,6 +133,9 @@ def make_single_pass_map(fn):
     return single_pass_map
 
 
+@pytest.mark.skipif(not tg.cuda.is_simulated(),
+                    reason="relies on the simulator's launch of 2 blocks of 32 threads for 70 "
+                           "elements: a GPU launches 256, so the single-pass kernel writes all")
 def test_elements_nobody_wrote_are_named():
     x = on_cuda(np.linspace(-1, 1, 70))
     with plugged("cuda.map", make_single_pass_map):
@@ -149,6 +152,9 @@ def unguarded_block_sum(x, out):
         out[cuda.blockIdx.y, cuda.blockIdx.x] = x[cuda.blockIdx.y, i + 40]
 
 
+@pytest.mark.skipif(not tg.cuda.is_simulated(),
+                    reason="expects IndexError from an out-of-bounds read in a kernel: only the "
+                           "simulator checks bounds (a GPU reads past the end, or faults)")
 def test_an_exception_in_the_kernel_points_at_the_learners_line():
     with plugged("cuda.reduce", unguarded_block_sum):
         with pytest.raises(PartError, match=r"in your cuda\.reduce kernel unguarded_block_sum "
@@ -169,6 +175,9 @@ def make_transposed_matmul(tile):
     return swapped
 
 
+@pytest.mark.skipif(not tg.cuda.is_simulated(),
+                    reason="relies on the simulator's 8 x 8 matmul tile: a GPU's 16 x 16 tile "
+                           "covers C (5, 9) either way round, so the swapped kernel is right there")
 def test_wrong_values_are_named_with_the_engine_answer():
     a, b = on_cuda(rng.normal(size=(5, 3))), on_cuda(rng.normal(size=(3, 9)))
     with plugged("cuda.matmul", make_transposed_matmul):
