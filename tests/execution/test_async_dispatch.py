@@ -85,7 +85,11 @@ def test_random_program_gives_the_same_bits_async_and_blocking(seed):
         blocking = _program(seed, "cuda")
     reference = _program(seed, "cpu")
     for name in asynchronous:
-        np.testing.assert_array_equal(asynchronous[name], blocking[name], err_msg=name)
+        if tg.cuda.is_simulated():  # one simulated thread at a time: the same bits
+            np.testing.assert_array_equal(asynchronous[name], blocking[name], err_msg=name)
+        else:  # the index step's backward adds repeated rows with atomics, in any order
+            np.testing.assert_allclose(asynchronous[name], blocking[name], rtol=1e-13,
+                                       atol=1e-13, err_msg=name)
         np.testing.assert_allclose(asynchronous[name], reference[name], rtol=1e-10, atol=1e-10,
                                    err_msg=name)
 
