@@ -48,8 +48,9 @@ def as_kernel(fn: Any):
 
 def is_device_function(fn: Any) -> bool:
     """Whether ``fn`` was made with ``@cuda.jit(device=True)`` (GPU or simulator)."""
-    options = getattr(fn, "targetoptions", None) or {}
-    return bool(getattr(fn, "_device", False) or options.get("device", False))
+    from ..kernels.launch import is_device_function as kernel_level
+
+    return kernel_level(fn)
 
 
 def launch_on_host_arrays(kernel: Any, grid: Any, block: Any, *args: Any) -> list[np.ndarray]:

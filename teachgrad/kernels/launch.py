@@ -13,6 +13,7 @@ Kernel-level API::
     launch(kernel, grid, block, *args, shared_bytes=0)
     device_limits() -> DeviceLimits
     is_device_array(x) -> bool
+    is_device_function(fn) -> bool   # made with @cuda.jit(device=True)
 
 ``grid`` and ``block`` are an int or a tuple of up to three ints. A kernel made
 by one of teachgrad's factories carries its static shared memory size in a
@@ -61,6 +62,12 @@ def device_limits() -> DeviceLimits:
         warp_size=dev.WARP_SIZE,
         multiprocessors=dev.MULTIPROCESSOR_COUNT,
     )
+
+
+def is_device_function(fn: object) -> bool:
+    """Whether ``fn`` was made with ``@cuda.jit(device=True)`` (GPU or simulator)."""
+    options = getattr(fn, "targetoptions", None) or {}
+    return bool(getattr(fn, "_device", False) or options.get("device", False))
 
 
 def is_device_array(x: object) -> bool:

@@ -43,7 +43,7 @@ import numpy as np
 from numba import cuda, float64
 
 from . import _simulator
-from .launch import check_launch, is_device_array
+from .launch import check_launch, is_device_array, is_device_function
 from .transfer import to_host
 
 
@@ -271,17 +271,90 @@ def _simulated(kernel):
     return FakeCUDAKernel(getattr(kernel, "py_func", kernel), device=False)
 
 
+def run_simulated(kernel, grid, block, *args) -> None:
+    """``kernel[grid, block](*args)`` in the simulator, on any machine. On a GPU machine
+    the device functions it calls are simulated too, while it runs (see
+    :func:`_device_functions_simulated`)."""
+    with _device_functions_simulated(getattr(kernel, "py_func", kernel)):
+        _simulated(kernel)[grid, block](*args)
+
+
+def _gpu_device_function(value) -> bool:
+    """A device function compiled for a GPU (``@cuda.jit(device=True)`` with numba set up
+    for one): the simulator cannot call it, but can run its Python function."""
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    return (not isinstance(value, FakeCUDAKernel) and hasattr(value, "py_func")
+            and is_device_function(value))
+
+
+@contextmanager
+def _device_functions_simulated(function):
+    """While active, every device function ``function`` calls, and every one those call,
+    is the simulator's version of it: found by name in the function's module, in a module
+    it reads an attribute of (``ops.neg``), or in its closure (a factory's ``update``).
+    Only on a GPU machine; where numba is the simulator they are simulated already.
+    Everything is put back afterwards, so the module's kernels still compile for the GPU.
+    """
+    import types as python_types
+
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    from .. import _cuda_setup
+
+    if _cuda_setup.is_simulated():
+        yield
+        return
+    undo: list[tuple] = []
+    seen: set[int] = set()
+
+    def swap(set_value, value) -> None:
+        undo.append((set_value, value))
+        set_value(FakeCUDAKernel(value.py_func, device=True))
+        visit(value.py_func)
+
+    def visit(fn) -> None:
+        if id(fn) in seen or not hasattr(fn, "__code__"):
+            return
+        seen.add(id(fn))
+        names, namespace = fn.__code__.co_names, fn.__globals__
+        for name in names:
+            value = namespace.get(name)
+            if _gpu_device_function(value):
+                swap(functools.partial(namespace.__setitem__, name), value)
+            elif isinstance(value, python_types.ModuleType) and value.__name__.startswith(
+                    "teachgrad."):
+                for attribute in names:
+                    inner = getattr(value, attribute, None)
+                    if _gpu_device_function(inner):
+                        swap(functools.partial(setattr, value, attribute), inner)
+        for cell in fn.__closure__ or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # a cell not filled yet
+                continue
+            if _gpu_device_function(value):
+                swap(functools.partial(setattr, cell, "cell_contents"), value)
+
+    visit(function)
+    try:
+        yield
+    finally:
+        for set_value, value in reversed(undo):
+            set_value(value)
+
+
 def race_check(kernel, grid, block, *args) -> RaceReport:
     """Run ``kernel[grid, block](*args)`` once in the simulator, logging shared memory.
 
     ``args`` may be numpy arrays (the simulator copies results back into them)
-    or device arrays. On a real GPU machine only kernels that call no other
-    device functions can be checked this way.
+    or device arrays. On a GPU machine too (the device functions it calls are
+    simulated with it).
     """
     host_args = tuple(to_host(a) if is_device_array(a) else a for a in args)
     check_launch(kernel, grid, block, ())  # limits only: host arrays are fine here
     with _simulator.tracing() as log, _barrier_lines() as barriers:
-        _simulated(kernel)[grid, block](*host_args)
+        run_simulated(kernel, grid, block, *host_args)
     for given, used in zip(args, host_args):
         if given is not used:
             given.copy_to_device(used)

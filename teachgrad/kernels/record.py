@@ -339,7 +339,7 @@ def record_accesses(kernel, grid, block, *args) -> AccessRecord:
     passed; ``cuda.atomic.add`` is logged as one ``"A"`` access.
     """
     from .launch import check_launch
-    from .race import _simulated
+    from .race import run_simulated
 
     function = getattr(kernel, "py_func", kernel)
     names = function.__code__.co_varnames[:function.__code__.co_argcount]
@@ -347,7 +347,7 @@ def record_accesses(kernel, grid, block, *args) -> AccessRecord:
     with _simulator.tracing() as log, _atomics_logged(), _shared_shapes() as shapes:
         wrapped = [_TracedGlobal(np.array(a), name, log) if isinstance(a, np.ndarray) else a
                    for name, a in zip(names, args)]
-        _simulated(kernel)[grid, block](*wrapped)
+        run_simulated(kernel, grid, block, *wrapped)
     arrays = {w.name: w.array for w in wrapped if isinstance(w, _TracedGlobal)}
     accesses = [Access(*entry[:6]) for entry in log if entry[5] != "B"]
     shared = {a.array for a in accesses} - set(arrays)

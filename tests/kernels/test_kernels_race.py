@@ -34,9 +34,6 @@ def test_the_correct_block_sum_passes_and_sums():
     np.testing.assert_array_equal(out, np.add.reduceat(x, range(0, 20, 8)))
 
 
-@pytest.mark.skipif(not tg.cuda.is_simulated(),
-                    reason="race_check simulates kernels that call device functions (the "
-                           "reduction's combine op) only when numba runs in the simulator")
 def test_the_library_reduction_kernel_is_race_free():
     x = np.random.default_rng(0).standard_normal((3, 21))
     out = to_device(np.zeros((3, 1)))
@@ -127,3 +124,61 @@ def test_uninitialised_shared_memory_shows_a_slot_never_written():
         [poisoned] = launch_on_host_arrays(reads_slot_one, 1, 1, np.zeros(1))
     assert np.isnan(poisoned[0])
     assert _simulator._shared_fill is None  # np.empty's contents again afterwards
+
+
+def test_on_a_gpu_machine_the_device_functions_a_kernel_calls_are_simulated_too():
+    """The race checker and the recorder simulate kernels on any machine. Where numba
+    compiles for a GPU, the device functions a kernel calls are compiled ones, which the
+    simulator cannot call: while the kernel runs they are swapped for simulated ones --
+    found in its module (the reduction's combine op, ``copy_tile``), in a module it reads
+    (``ops.neg``) or in a factory's closure (attention's ``update``) -- and put back after,
+    so the kernels still compile for the GPU. Run with numba set up for a GPU (none is
+    needed: nothing launches on one, and PTX compiles without one)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    script = textwrap.dedent("""
+        import os
+        os.environ["TEACHGRAD_CUDA"] = "gpu"
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+        import numpy as np
+        import teachgrad as tg
+        from numba import cuda, types
+        from numba.cuda import dispatcher
+        from teachgrad.kernels import (attention, compile_check, matmul, ops, parts, race,
+                                       record_yours, reduce)
+
+        assert not tg.cuda.is_simulated()
+        dispatcher.get_current_device = lambda: compile_check._TargetDevice((9, 0))
+        rng = np.random.default_rng(0)
+        x, out = rng.standard_normal((3, 21)), np.zeros((3, 2))
+        kernel = reduce.reduce_kernel("max", np.dtype(np.float64), 8)
+        report = race.race_check(kernel, (2, 2), 8, x, out, 3, 21)
+        share = np.arange(21) // 8 % 2
+        assert report.ok and report.barriers > 0
+        np.testing.assert_array_equal(out, np.stack([x[:, share == b].max(1) for b in (0, 1)], 1))
+        q, k = rng.standard_normal((2, 10, 4)), rng.standard_normal((2, 7, 4))
+        O, L = np.full((2, 10, 4), np.nan), np.full((2, 10), np.nan)
+        flash = attention.flash_attention_kernel(4, 4, 4, True, dtype=np.dtype(np.float64))
+        report = race.race_check(flash, (3, 2), 4, q, k, k, O, L, 0.5, -1, -1,
+                                 np.zeros((1, 1)), np.zeros(1), np.zeros((1, 1)))
+        assert report.ok
+        np.testing.assert_allclose(O, attention.naive_attention(q, k, k, True, 0.5), rtol=1e-12)
+        mine = record_yours.map_launch_record(parts.engine_map(ops.neg), 45, 2, 8)
+        assert (mine.global_thread == np.arange(45) % 16).all()
+        # put back: the module's names are the compiled device functions again
+        assert not isinstance(matmul.copy_tile, type(race._simulated(flash)))
+        f64 = types.Array(types.float64, 2, "C")
+        cuda.compile_ptx(kernel.py_func, (f64, f64, types.int64, types.int64), cc=(9, 0))
+        cuda.compile_ptx(parts.engine_map(ops.neg).py_func,
+                         (types.Array(types.float64, 1, "C"),) * 2, cc=(9, 0))
+        print("ok")
+    """)
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("TEACHGRAD_CUDA", "NUMBA_ENABLE_CUDASIM")}
+    run = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr[-3000:]

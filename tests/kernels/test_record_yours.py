@@ -6,17 +6,9 @@ import numpy as np
 import pytest
 from numba import cuda
 
-import teachgrad as tg
 from teachgrad.kernels import ops, parts, record, record_yours
 
-# record_accesses runs a kernel in the simulator; on a GPU machine the device function a map
-# kernel calls (ops.neg) is compiled for the GPU and cannot run there
-simulator_only = pytest.mark.skipif(not tg.cuda.is_simulated(),
-                                    reason="record_accesses simulates kernels that call device "
-                                           "functions only when numba runs in the simulator")
 
-
-@simulator_only
 @pytest.mark.parametrize("n, blocks, threads", [(45, 2, 8), (10, 3, 8), (37, 1, 1)])
 def test_a_map_kernel_record_matches_the_engine_record(n, blocks, threads):
     mine = record_yours.map_launch_record(parts.engine_map(ops.neg), n, blocks, threads)
@@ -35,7 +27,6 @@ def make_single_thread_map(fn):
     return single_thread_map
 
 
-@simulator_only
 def test_a_single_thread_map_is_drawn_as_it_ran():
     mine = record_yours.map_launch_record(make_single_thread_map(ops.neg), 12, 2, 4)
     assert (mine.global_thread == 0).all() and list(mine.pass_) == list(range(12))
@@ -55,10 +46,8 @@ def test_a_tiled_kernel_record_matches_the_engine_record(M, K, N, tile):
 def test_the_widgets_draw_a_learners_kernel():
     from teachgrad.widgets import ThreadMap, TileView
 
-    if tg.cuda.is_simulated():  # (its map kernel calls a device function: see simulator_only)
-        tm = ThreadMap(n=20, blocks=2, threads_per_block=4,
-                       kernel=make_single_thread_map(ops.neg))
-        assert "single_thread_map" in tm.summary.value and "NO" in tm.summary.value
+    tm = ThreadMap(n=20, blocks=2, threads_per_block=4, kernel=make_single_thread_map(ops.neg))
+    assert "single_thread_map" in tm.summary.value and "NO" in tm.summary.value
     tv = TileView(M=5, K=6, N=3, tile=4, make_matmul=parts.engine_matmul)
     assert tv.record.counts["global_reads"] == tv.record.formulas["tiled"]["global_reads"]
     assert "<svg" in tv.to_svg()
