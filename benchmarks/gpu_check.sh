@@ -63,7 +63,8 @@ CUDA_TESTS=(
   tests/execution/test_cuda_graphs.py
 )
 # (compile_check stands in for a GPU where there is none: here every launch compiles anyway)
-PYTEST=("$PYTHON" -m pytest -q -p no:cacheprovider -m "not browser and not slow"
+# (-rfEs: the log ends with every failure, error and skip, each skip with its reason)
+PYTEST=("$PYTHON" -m pytest -q -rfEs -p no:cacheprovider -m "not browser and not slow"
         --junitxml="$OUT/tests.xml" --ignore=tests/kernels/test_compile_check.py
         "${CUDA_TESTS[@]}")
 

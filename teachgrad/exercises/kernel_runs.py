@@ -58,15 +58,29 @@ def launch_on_host_arrays(kernel: Any, grid: Any, block: Any, *args: Any) -> lis
 
     Scalars are passed as they are. The returned list holds one numpy array per
     array argument, in order, as the kernel left it.
+
+    On a GPU machine the kernel first runs in the simulator as well, on copies: a GPU
+    checks no bounds, so a thread reading or writing past the end of an array would go
+    unnoticed there, while a checker must see it. The simulator raises ``IndexError``
+    for it, here, before anything is launched on the GPU.
     """
     from numba import cuda
 
-    from ..kernels.launch import launch
+    from .. import _cuda_setup
+    from ..kernels.launch import check_launch, launch
     from ..streams import synchronize
+
+    kernel = as_kernel(kernel)
+    if not _cuda_setup.is_simulated():
+        from ..kernels.race import run_simulated
+
+        check_launch(kernel, grid, block, ())  # (the simulator would not refuse)
+        run_simulated(kernel, grid, block,
+                      *[np.array(a) if isinstance(a, np.ndarray) else a for a in args])
 
     device_args = [cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a
                    for a in args]
-    launch(as_kernel(kernel), grid, block, *device_args)
+    launch(kernel, grid, block, *device_args)
     synchronize()  # the launch was only enqueued
     return [d.copy_to_host() for a, d in zip(args, device_args) if isinstance(a, np.ndarray)]
 
@@ -80,7 +94,8 @@ def first_index(mask: np.ndarray) -> int | tuple[int, ...]:
 def launch_within_bounds(kernel: Any, grid: Any, block: Any, *args: Any,
                          hint: str) -> list[np.ndarray]:
     """:func:`launch_on_host_arrays`, with a thread that went past the end of an array
-    (the simulator checks bounds; the error arrives wrapped by the stream) reported as a
+    (the simulator checks bounds, on a GPU machine too; the error arrives wrapped by the
+    stream, or from the simulated run that comes first on a GPU machine) reported as a
     :class:`~teachgrad.exercises.core.Mismatch` that says so, with ``hint``."""
     from ..streams.stream import KernelError
     from .core import Mismatch

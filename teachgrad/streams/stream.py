@@ -224,9 +224,9 @@ class Stream:
             self._cv.notify_all()
 
     def _launch_on_gpu(self, item: _Item) -> None:
-        from . import gpu_times
-
         from numba.cuda.cudadrv.driver import CudaAPIError
+
+        from . import gpu_times
 
         item.record.status = "running"
         try:

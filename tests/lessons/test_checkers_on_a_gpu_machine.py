@@ -1,0 +1,59 @@
+"""On a GPU machine the checkers still see a thread that goes past the end of an array.
+
+A GPU checks no bounds: an unguarded learner kernel there reads whatever lies past the
+array and writes into memory nobody looks at, and the numbers it leaves can still be
+right. So where numba compiles for a GPU, ``launch_on_host_arrays`` (every kernel
+checker's launch) first runs the learner's kernel in the simulator, on copies, which
+raises ``IndexError`` for it. Run with numba set up for a GPU: the simulated run comes
+before anything touches one, so none is needed to see the refusal.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_an_unguarded_kernel_is_caught_before_the_gpu_launch():
+    script = textwrap.dedent("""
+        import os
+        os.environ["TEACHGRAD_CUDA"] = "gpu"
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+        import numpy as np
+        import teachgrad as tg
+        from numba import cuda
+        from teachgrad.exercises.core import Mismatch
+        from teachgrad.exercises.kernel_runs import launch_on_host_arrays, launch_within_bounds
+
+        assert not tg.cuda.is_simulated()
+
+        @cuda.jit(device=True)
+        def double(v):
+            return 2 * v
+
+        @cuda.jit
+        def unguarded(x, out):  # 8 threads for 5 elements, no `if i < n`
+            i = cuda.grid(1)
+            out[i] = double(x[i])
+
+        x = np.arange(5.0)
+        try:
+            launch_on_host_arrays(unguarded, 2, 4, x, np.zeros(5))
+        except IndexError as error:
+            print("IndexError", "out of bounds for axis 0 with size 5" in str(error))
+        try:
+            launch_within_bounds(unguarded, 2, 4, x, np.zeros(5), hint="guard with i < n")
+        except Mismatch as error:
+            print("Mismatch", str(error).startswith("a thread went past the end of an array"))
+        try:  # the launch limits are still checked before the simulator starts 2048 threads
+            launch_on_host_arrays(unguarded, 1, 2048, x, np.zeros(5))
+        except ValueError as error:
+            print("ValueError", "over the limit of 1024 threads per block" in str(error))
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in ("TEACHGRAD_CUDA", "NUMBA_ENABLE_CUDASIM")}
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    assert run.stdout.split() == ["IndexError", "True", "Mismatch", "True", "ValueError", "True"]
