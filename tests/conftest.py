@@ -11,6 +11,10 @@ fixtures/.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -30,3 +34,32 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 def _seed_teachgrad() -> None:
     """Every test starts from the same random state, so a failure reproduces."""
     tg.manual_seed(0)
+
+
+#: The first lines of a script run as on a GPU machine: numba set up for a GPU, and
+#: compiling for sm_90 with no device to ask (nothing may launch on one: there is none).
+_AS_ON_A_GPU_MACHINE = """
+import os
+os.environ["TEACHGRAD_CUDA"] = "gpu"
+os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+import teachgrad as tg
+from numba.cuda import dispatcher
+from teachgrad.kernels import compile_check
+assert not tg.cuda.is_simulated()
+dispatcher.get_current_device = lambda: compile_check._TargetDevice((9, 0))
+"""
+
+
+@pytest.fixture
+def run_as_on_a_gpu_machine():
+    """Run a script in a fresh Python with numba set up for a GPU, as on a GPU machine:
+    for what teachgrad does there before anything reaches the device (simulated runs,
+    PTX compiles). Returns the finished process."""
+    def run(script: str) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("TEACHGRAD_CUDA", "NUMBA_ENABLE_CUDASIM")}
+        return subprocess.run(
+            [sys.executable, "-c", _AS_ON_A_GPU_MACHINE + textwrap.dedent(script)],
+            cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True,
+            timeout=300)
+    return run

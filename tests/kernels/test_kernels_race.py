@@ -126,7 +126,8 @@ def test_uninitialised_shared_memory_shows_a_slot_never_written():
     assert _simulator._shared_fill is None  # np.empty's contents again afterwards
 
 
-def test_on_a_gpu_machine_the_device_functions_a_kernel_calls_are_simulated_too():
+def test_on_a_gpu_machine_the_device_functions_a_kernel_calls_are_simulated_too(
+        run_as_on_a_gpu_machine):
     """The race checker and the recorder simulate kernels on any machine. Where numba
     compiles for a GPU, the device functions a kernel calls are compiled ones, which the
     simulator cannot call: while the kernel runs they are swapped for simulated ones --
@@ -134,25 +135,11 @@ def test_on_a_gpu_machine_the_device_functions_a_kernel_calls_are_simulated_too(
     (``ops.neg``) or in a factory's closure (attention's ``update``) -- and put back after,
     so the kernels still compile for the GPU. Run with numba set up for a GPU (none is
     needed: nothing launches on one, and PTX compiles without one)."""
-    import os
-    import subprocess
-    import sys
-    import textwrap
-    from pathlib import Path
-
-    script = textwrap.dedent("""
-        import os
-        os.environ["TEACHGRAD_CUDA"] = "gpu"
-        os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+    run = run_as_on_a_gpu_machine("""
         import numpy as np
-        import teachgrad as tg
         from numba import cuda, types
-        from numba.cuda import dispatcher
-        from teachgrad.kernels import (attention, compile_check, matmul, ops, parts, race,
-                                       record_yours, reduce)
+        from teachgrad.kernels import attention, matmul, ops, parts, race, record_yours, reduce
 
-        assert not tg.cuda.is_simulated()
-        dispatcher.get_current_device = lambda: compile_check._TargetDevice((9, 0))
         rng = np.random.default_rng(0)
         x, out = rng.standard_normal((3, 21)), np.zeros((3, 2))
         kernel = reduce.reduce_kernel("max", np.dtype(np.float64), 8)
@@ -177,8 +164,4 @@ def test_on_a_gpu_machine_the_device_functions_a_kernel_calls_are_simulated_too(
                          (types.Array(types.float64, 1, "C"),) * 2, cc=(9, 0))
         print("ok")
     """)
-    root = Path(__file__).resolve().parents[2]
-    env = {k: v for k, v in os.environ.items() if k not in ("TEACHGRAD_CUDA", "NUMBA_ENABLE_CUDASIM")}
-    run = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True,
-                         text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr[-3000:]

@@ -112,31 +112,19 @@ def test_record_accesses_knows_who_wrote_each_element_and_logs_atomics():
     assert record.lost_updates("racy") == [(1,), (3,)]
 
 
-def test_recording_on_a_gpu_machine_leaves_the_module_compilable_for_the_gpu():
+def test_recording_on_a_gpu_machine_leaves_the_module_compilable_for_the_gpu(
+        run_as_on_a_gpu_machine):
     """Recording simulates the kernel even where numba compiles for a GPU (the widgets do
     this on a learner's GPU machine). In the simulator the name ``cuda`` in the kernel's
     module is routed by thread for good; for a GPU it must be ``numba.cuda`` again
     afterwards, or every later kernel of that module fails to compile. Run with numba set
     up for a GPU (none is needed to compile to PTX: the ``ptx`` extra)."""
-    import os
-    import subprocess
-    import sys
-    import textwrap
-    from pathlib import Path
-
-    script = textwrap.dedent("""
-        import os
-        os.environ["TEACHGRAD_CUDA"] = "gpu"
-        os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+    run = run_as_on_a_gpu_machine("""
         import numpy as np
-        import teachgrad as tg
         from numba import cuda, types
-        from numba.cuda import dispatcher
-        from teachgrad.kernels import compile_check, parts
+        from teachgrad.kernels import parts
         from teachgrad.kernels.record import record_accesses
 
-        assert not tg.cuda.is_simulated()
-        dispatcher.get_current_device = lambda: compile_check._TargetDevice((9, 0))
         A, B, C = np.arange(15.0).reshape(5, 3), np.ones((3, 4)), np.zeros((5, 4))
         rec = record_accesses(parts.engine_matmul(4), (1, 2), (4, 4), A, B, C)
         np.testing.assert_array_equal(rec.arrays["C"], A @ B)
@@ -145,9 +133,5 @@ def test_recording_on_a_gpu_machine_leaves_the_module_compilable_for_the_gpu():
         cuda.compile_ptx(parts.engine_matmul(8).py_func, (f64, f64, f64), cc=(9, 0))
         print("compiled")
     """)
-    root = Path(__file__).resolve().parents[2]
-    env = {k: v for k, v in os.environ.items() if k not in ("TEACHGRAD_CUDA", "NUMBA_ENABLE_CUDASIM")}
-    run = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True,
-                         text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     assert run.stdout.split("\n")[:2] == ["the module's cuda is numba.cuda: True", "compiled"]

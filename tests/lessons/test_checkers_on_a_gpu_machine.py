@@ -7,27 +7,14 @@ checker's launch) first runs the learner's kernel in the simulator, on copies, w
 raises ``IndexError`` for it. Run with numba set up for a GPU: the simulated run comes
 before anything touches one, so none is needed to see the refusal.
 """
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_an_unguarded_kernel_is_caught_before_the_gpu_launch():
-    script = textwrap.dedent("""
-        import os
-        os.environ["TEACHGRAD_CUDA"] = "gpu"
-        os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+def test_an_unguarded_kernel_is_caught_before_the_gpu_launch(run_as_on_a_gpu_machine):
+    run = run_as_on_a_gpu_machine("""
         import numpy as np
-        import teachgrad as tg
         from numba import cuda
         from teachgrad.exercises.core import Mismatch
         from teachgrad.exercises.kernel_runs import launch_on_host_arrays, launch_within_bounds
-
-        assert not tg.cuda.is_simulated()
 
         @cuda.jit(device=True)
         def double(v):
@@ -52,8 +39,5 @@ def test_an_unguarded_kernel_is_caught_before_the_gpu_launch():
         except ValueError as error:
             print("ValueError", "over the limit of 1024 threads per block" in str(error))
     """)
-    env = {k: v for k, v in os.environ.items() if k not in ("TEACHGRAD_CUDA", "NUMBA_ENABLE_CUDASIM")}
-    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     assert run.stdout.split() == ["IndexError", "True", "Mismatch", "True", "ValueError", "True"]
