@@ -53,8 +53,11 @@ def code_cells(path: Path) -> list[str]:
 
 
 def _is_device_fault(error: BaseException) -> bool:
-    """A fault that leaves the GPU's context unusable: nothing after it can run."""
-    return bool(getattr(error, "sticky", False)) or type(error).__name__ == "CudaAPIError"
+    """A fault that leaves the GPU's context unusable: nothing after it can run. (teachgrad
+    says so of its ``DeviceFault``; a driver error met outside it carries the code.)"""
+    from teachgrad.streams.stream import STICKY_ERRORS
+
+    return bool(getattr(error, "sticky", False)) or getattr(error, "code", None) in STICKY_ERRORS
 
 
 def run_chapter(path: Path, progress: Path | None = None) -> dict:

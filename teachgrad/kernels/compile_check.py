@@ -107,9 +107,10 @@ def _cases():
             yield (f"naive matmul {np.dtype(dtype)} record={rec}",
                    matmul.naive_kernel(np.dtype(dtype), rec), (*mats, counts), 16 * 16)
             yield (f"tiled matmul {np.dtype(dtype)} record={rec}",
-                   matmul.tiled_kernel(np.dtype(dtype), 16, rec),
-                   (*mats, counts, _array(np.int32, 6), _array(np.int32, 6)), 16 * 16)
-            register = matmul.register_kernel(np.dtype(dtype), (64, 64, 16), (4, 4), rec)
+                   matmul.tiled_kernel(np.dtype(dtype), matmul.TILE, rec),
+                   (*mats, counts, _array(np.int32, 6), _array(np.int32, 6)), matmul.TILE ** 2)
+            register = matmul.register_kernel(np.dtype(dtype), matmul.REGISTER_BLOCK,
+                                              matmul.REGISTER_PER_THREAD, rec)
             yield (f"register matmul {np.dtype(dtype)} record={rec}", register, (*mats, counts),
                    register.threads[0] * register.threads[1])
         plan = (shape, shape, _INT, _INT, _array(np.int64, 2),
@@ -270,8 +271,8 @@ class _TargetDevice:
 
 
 #: Registers of a block's threads together (65536 on every GPU from compute capability 5.0
-#: to 10.x), the most one thread may have, and the unit a warp's registers come in.
-REGISTERS_PER_BLOCK, REGISTERS_PER_THREAD, REGISTER_UNIT = 65536, 255, 256
+#: to 10.x), and the unit a warp's registers come in.
+REGISTERS_PER_BLOCK, REGISTER_UNIT = 65536, 256
 
 
 def find_ptxas() -> str | None:
