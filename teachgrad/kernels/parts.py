@@ -33,9 +33,21 @@ it, and compares the result with its own kernel's on the same inputs: the first
 element that differs (or that nobody wrote) stops the operation with a
 :class:`~teachgrad.autograd.parts.PartError` that names the part, your kernel
 and the launch. An exception raised inside your kernel (the simulator checks
-array bounds) becomes a PartError pointing at your line. That checking costs
-a second launch and a copy per operation, so it is paid only while a kernel is
-plugged; unplugged, the backend reads one empty dict per operation.
+array bounds) becomes a PartError pointing at your line.
+
+**Past the end of an array.** A real GPU checks no bounds: a thread that writes
+past the end of ``out`` overwrites whatever memory follows it, and the values the
+engine compares can still be right. So every array your kernel receives is a view
+into a larger buffer, with a margin after each axis as wide as the launch reaches
+(the whole grid of threads for ``cuda.map``, a block's worth of columns for
+``cuda.reduce``, a tile on each side for ``cuda.matmul``), filled with
+:func:`guard_value`. After the launch the engine reads the margins back: a value
+changed there stops the operation with a PartError naming the array and the
+index. A thread that *reads* past the end of an input reads the guard value
+(``-2**127`` for floats), which shows in the result. In the simulator the same
+mistake raises ``IndexError`` first. That checking costs copies and a second
+launch per operation, so it is paid only while a kernel is plugged; unplugged,
+the backend reads one empty dict per operation.
 """
 from __future__ import annotations
 
@@ -50,8 +62,8 @@ from ..autograd.parts import PartError
 from ..backends import cuda_backend
 from . import elementwise, matmul as matmul_kernels, ops, reduce as reduce_kernels
 from .launch import launch
-from .strided import StridedArray, new_array
-from .transfer import to_host
+from .strided import StridedArray, contiguous_strides, new_array, wrap
+from .transfer import to_device, to_host
 
 #: Threads per block of a plugged ``cuda.reduce`` kernel (a power of two: the tree halves it).
 REDUCE_THREADS = 32
@@ -164,16 +176,84 @@ def _compare(part, kernel, got: np.ndarray, expected: np.ndarray, what: str,
     where = at[0] if len(at) == 1 else at
     unwritten = " (never written: it still holds the NaN the engine filled in)" \
         if np.isnan(got[at]) and not np.isnan(expected[at]) else ""
+    guard = (f" ({got[at].item():.3g} is near the guard value -2**127 the engine puts past "
+             f"the end of every array: a thread read past the end of an input)"
+             if np.isfinite(got[at]) and abs(float(got[at])) >= 2.0 ** 120 else "")
     raise PartError(part.name, f"your {part.name} kernel {_name(kernel)} "
                     f"({registry.PLUGGED_WITH}) wrote {got[at].item()!r} at index {where} of {what}"
-                    f"{unwritten}; the engine's own kernel gives {expected[at].item()!r}")
+                    f"{unwritten}; the engine's own kernel gives {expected[at].item()!r}{guard}")
 
 
-def _nan_filled(shape, dtype):
-    out = cuda.device_array(shape, dtype=dtype)
-    if np.dtype(dtype).kind == "f":
-        elementwise.copy(StridedArray(out.reshape(-1), (out.size,), (1,), 0), math.nan)
-    return out
+def guard_value(dtype) -> Any:
+    """What the margin around a plugged kernel's arrays holds: ``-2**127`` for floats (exact
+    in float32 and float64, and far from anything a kernel computes), the most negative
+    integer for signed integers, the largest for unsigned ones, ``True`` for booleans."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return dtype.type(-2.0 ** 127)
+    if dtype.kind == "i":
+        return np.iinfo(dtype).min
+    if dtype.kind == "u":
+        return np.iinfo(dtype).max
+    return np.True_
+
+
+class Guarded:
+    """One array a plugged kernel receives, inside a larger device buffer.
+
+    The buffer has ``margin[k]`` more elements after axis ``k``, filled with
+    :func:`guard_value`; ``view`` is the array itself (its first ``shape`` elements along
+    each axis), so the kernel sees the shape it expects. ``source`` (a StridedArray of
+    ``shape``) is copied in on the device; without one, a float array starts as NaN, so an
+    element nobody wrote is found as well. :meth:`margin_written` finds a write past the end.
+    """
+
+    def __init__(self, name: str, shape, margin, dtype, source: StridedArray | None = None):
+        self.name, self.shape, self.dtype = name, tuple(int(s) for s in shape), np.dtype(dtype)
+        padded = tuple(s + int(m) for s, m in zip(self.shape, margin))
+        inside = tuple(slice(0, s) for s in self.shape)
+        start = np.full(padded, guard_value(dtype), dtype=dtype)
+        if source is None and self.dtype.kind == "f":
+            start[inside] = np.nan
+        self.buffer = to_device(start)  # (ordered on the stream, before any kernel using it)
+        if source is not None:
+            elementwise.copy(StridedArray(self.buffer.reshape(self.buffer.size), self.shape,
+                                          contiguous_strides(padded), 0), source)
+        self.view = self.buffer[inside]
+
+    def margin_written(self, host: np.ndarray) -> tuple[tuple[int, ...], Any] | None:
+        """``(index, value)`` of the first margin element that no longer holds the guard
+        (``host`` is the whole buffer, read back), or None."""
+        outside = np.ones(host.shape, dtype=bool)
+        outside[tuple(slice(0, s) for s in self.shape)] = False
+        changed = outside & (host != guard_value(self.dtype))  # (a NaN written counts too)
+        if not changed.any():
+            return None
+        at = tuple(int(i) for i in np.argwhere(changed)[0])
+        return at, host[at].item()
+
+
+def _check_margins(part, kernel, arrays, grid, block, what: str) -> list[np.ndarray]:
+    """Read every guarded array back; stop at the first write past the end of one.
+    Returns the buffers read, in order."""
+    read = []
+    for array in arrays:
+        host = to_host(array.buffer)
+        read.append(host)
+        written = array.margin_written(host)
+        if written is None:
+            continue
+        at, value = written
+        shape = array.shape[0] if len(array.shape) == 1 else array.shape
+        index = at[0] if len(at) == 1 else at
+        raise PartError(part.name, f"your {part.name} kernel {_name(kernel)} "
+                        f"({registry.PLUGGED_WITH}), launched as [{grid}, {block}] on {what}, "
+                        f"wrote {value!r} at index {index} of {array.name}, outside its "
+                        f"{'elements' if len(array.shape) == 1 else 'shape'} {shape}. A GPU "
+                        f"checks no bounds: there this write lands in whatever memory follows "
+                        f"the array (here, in a margin the engine leaves to catch it). "
+                        f"Compare each index with the array's size before using it")
+    return read
 
 
 # -- the three seams ---------------------------------------------------------------------
@@ -190,14 +270,17 @@ def run_map(op: str, out: StridedArray, x: StridedArray) -> None:
         return
     kernel = _made(part, ops.UNARY[op], _map_kernels)
     dense = elementwise.contiguous(x)
-    source = dense.buffer[dense.offset:dense.offset + n]
-    result = _nan_filled((n,), out.dtype)
     grid, block = elementwise.launch_config(n)
-    _launch_learners(part, kernel, grid, block, (result, source), f"{op} of {n} elements")
+    reach = (grid * block,)  # a thread of the launch indexing with its own number stays inside
+    source = Guarded("x", (n,), reach, x.dtype, StridedArray(dense.buffer, (n,), (1,), dense.offset))
+    result = Guarded("out", (n,), reach, out.dtype)
+    what = f"{op} of {n} elements"
+    _launch_learners(part, kernel, grid, block, (result.view, source.view), what)
+    got = _check_margins(part, kernel, (result, source), grid, block, what)[0][:n]
     elementwise.unary(op, out, x)  # the engine's own answer, to check against
     expected = to_host(out.buffer).reshape(-1)[:n]
-    _compare(part, kernel, to_host(result), expected, f"{n} elements ({op})")
-    out.buffer[:n].copy_to_device(result)  # the learner's values are the ones used
+    _compare(part, kernel, got, expected, f"{n} elements ({op})")
+    out.buffer[:n].copy_to_device(got)  # the learner's values are the ones used
 
 
 def run_reduce(x) -> Any:
@@ -207,19 +290,25 @@ def run_reduce(x) -> Any:
     rows, n = x.shape
     expected = to_host(reduce_kernels.reduce_rows("sum", x))
     scale = np.abs(to_host(x)).sum(axis=1) * (1e-5 if x.dtype == np.float32 else 1e-12)
-    values = x
+    # each pass reads a block's worth of columns past the last full block at most
+    values = Guarded("x", (rows, n), (1, REDUCE_THREADS), x.dtype, wrap(x))
     while True:
-        blocks = -(-values.shape[1] // REDUCE_THREADS)
-        out = _nan_filled((rows, blocks), x.dtype)
-        _launch_learners(part, kernel, (blocks, rows), REDUCE_THREADS, (values, out),
-                         f"{rows} row(s) of {values.shape[1]}")
+        width = values.shape[1]
+        blocks = -(-width // REDUCE_THREADS)
+        out = Guarded("out", (rows, blocks), (1, blocks * REDUCE_THREADS), x.dtype)
+        what = f"{rows} row(s) of {width}"
+        _launch_learners(part, kernel, (blocks, rows), REDUCE_THREADS, (values.view, out.view),
+                         what)
+        read = _check_margins(part, kernel, (out, values), (blocks, rows), REDUCE_THREADS, what)
         if blocks == 1:
             break
-        values = out
-    got = out.reshape(rows)
-    _compare(part, kernel, to_host(got), expected, f"{rows} row sum(s) of {n} elements",
+        values = out  # (its margin, still the guard, is the next pass's)
+    got = np.ascontiguousarray(read[0][:rows, 0])
+    _compare(part, kernel, got, expected, f"{rows} row sum(s) of {n} elements",
              tolerance=scale)
-    return got
+    result = cuda.device_array(rows, dtype=x.dtype)
+    result.copy_to_device(got)
+    return result
 
 
 def run_matmul(A, B, C) -> None:
@@ -229,19 +318,25 @@ def run_matmul(A, B, C) -> None:
     kernel = _made(part, tile, _matmul_kernels)
     M, N = C.shape[1], C.shape[2]
     grid, block = (-(-N // tile), -(-M // tile)), (tile, tile)
-    got = _nan_filled(C.shape, C.dtype)
+    reach = (0, tile, tile)  # a tile past the last row and column of each matrix
+    guarded = (Guarded("C", C.shape, reach, C.dtype),
+               Guarded("A", A.shape, reach, A.dtype, wrap(A)),
+               Guarded("B", B.shape, reach, B.dtype, wrap(B)))
+    c, a_all, b_all = (array.view for array in guarded)
     for i in range(C.shape[0]):
-        a, b = A[i if A.shape[0] > 1 else 0], B[i if B.shape[0] > 1 else 0]
-        _launch_learners(part, kernel, grid, block, (a, b, got[i]),
-                         f"A {tuple(a.shape)} @ B {tuple(b.shape)}")
+        a, b = a_all[i if A.shape[0] > 1 else 0], b_all[i if B.shape[0] > 1 else 0]
+        what = f"A {tuple(a.shape)} @ B {tuple(b.shape)}"
+        _launch_learners(part, kernel, grid, block, (a, b, c[i]), what)
+    got = np.ascontiguousarray(_check_margins(part, kernel, guarded, grid, block, what)[0]
+                               [:, :M, :N])
     matmul_kernels.KERNELS[cuda_backend.MATMUL_KERNEL](A, B, C)  # the engine's answer
     expected = to_host(C)
     scale = np.abs(to_host(A)) @ np.abs(to_host(B)) * (1e-5 if C.dtype == np.float32 else 1e-12)
-    got, scale = to_host(got), np.broadcast_to(scale, expected.shape)
+    learners, scale = got, np.broadcast_to(scale, expected.shape)
     if C.shape[0] == 1:  # one product: name C[row, col], not C[0, row, col]
         got, expected, scale = got[0], expected[0], scale[0]
     _compare(part, kernel, got, expected, f"C {tuple(C.shape[1:])}", tolerance=scale)
-    C.copy_to_device(got.reshape(C.shape))
+    C.copy_to_device(learners)
 
 
 # -- declaring the parts -----------------------------------------------------------------
@@ -274,5 +369,6 @@ MATMUL = registry.declare(
             "kernel[(ceil(N/tile), ceil(M/tile)), (tile, tile)](A, B, C)",
     engine=engine_matmul, install=_installer("matmul", run_matmul, _matmul_kernels))
 
-__all__ = ["MAP", "REDUCE", "MATMUL", "REDUCE_THREADS", "MATMUL_TILE", "engine_map",
-           "engine_block_sum", "engine_matmul", "run_map", "run_reduce", "run_matmul"]
+__all__ = ["MAP", "REDUCE", "MATMUL", "REDUCE_THREADS", "MATMUL_TILE", "Guarded", "engine_map",
+           "engine_block_sum", "engine_matmul", "guard_value", "run_map", "run_reduce",
+           "run_matmul"]

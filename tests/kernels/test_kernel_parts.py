@@ -4,6 +4,8 @@ learner's kernel is launched by every matching operation, and its mistakes are s
 with the part's and the kernel's name (in the simulator, on ragged sizes)."""
 import teachgrad as tg  # first: chooses GPU or simulator before numba loads
 
+import re
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -12,6 +14,7 @@ from teachgrad.backends import cuda_backend
 from teachgrad.exercises import PartError, parts, plug, plugged, unplug
 from teachgrad.kernels import parts as kernel_parts
 from teachgrad.kernels.ops import UNARY
+from teachgrad.kernels.strided import wrap
 
 rng = np.random.default_rng(11)
 
@@ -206,3 +209,120 @@ def test_plug_validates_before_it_changes_anything():
     with pytest.raises(TypeError, match="needs a function"):
         plug("cuda.matmul", 3)
     assert cuda_backend.PLUGGED == {}
+
+
+# -- past the end of an array: the simulator raises, a GPU writes into the engine's margin ----
+
+def make_unbounded_map(fn):
+    @cuda.jit
+    def unbounded_map(out, x):
+        i = cuda.grid(1)  # no `if i < out.size`: the launch has more threads than elements
+        out[i] = fn(x[i])
+    return unbounded_map
+
+
+def test_a_write_past_the_end_of_out_is_stopped_on_the_simulator_and_on_a_gpu():
+    x = on_cuda(np.linspace(-1, 1, 40))  # 40 elements; a launch of 64 (simulator) or 256 threads
+    with plugged("cuda.map", make_unbounded_map):
+        with pytest.raises(PartError, match=r"cuda\.map kernel unbounded_map .*on exp of 40 "
+                                            r"elements.*(IndexError: .*index \d+ is out of bounds"
+                                            r"|wrote .* at index 4\d of out, outside its "
+                                            r"elements 40\. A GPU checks no bounds)"):
+            tg.exp(x)
+
+
+def _a_map_part_and_kernel():
+    return kernel_parts.MAP, kernel_parts.engine_map(UNARY["exp"])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32, np.uint8])
+def test_a_guarded_array_is_its_values_inside_a_margin_of_the_guard_value(dtype):
+    values = np.arange(12).reshape(3, 4).astype(dtype)
+    source = wrap(cuda.to_device(values))
+    guarded = kernel_parts.Guarded("A", (3, 4), (2, 5), dtype, source)
+    host = guarded.buffer.copy_to_host()
+    assert host.shape == (5, 9) and guarded.view.shape == (3, 4)
+    np.testing.assert_array_equal(host[:3, :4], values)
+    margin = np.ones((5, 9), bool)
+    margin[:3, :4] = False
+    assert (host[margin] == kernel_parts.guard_value(dtype)).all()
+    assert guarded.margin_written(host) is None
+    empty = kernel_parts.Guarded("out", (6,), (3,), dtype)  # no source: NaN inside (floats)
+    inside = empty.buffer.copy_to_host()[:6]
+    assert np.isnan(inside).all() if np.dtype(dtype).kind == "f" else True
+
+
+def test_the_guard_value_is_exact_and_far_from_any_result():
+    assert kernel_parts.guard_value(np.float32) == kernel_parts.guard_value(np.float64) == -2.0 ** 127
+    assert kernel_parts.guard_value(np.int8) == -128 and kernel_parts.guard_value(np.uint16) == 65535
+
+
+@pytest.mark.parametrize("written, where", [((2, 4), "(2, 4)"), ((3, 0), "(3, 0)"),
+                                            ((4, 8), "(4, 8)")])
+def test_a_value_written_into_the_margin_is_named_with_its_index(written, where):
+    guarded = kernel_parts.Guarded("C", (3, 4), (2, 5), np.float64)
+    host = guarded.buffer.copy_to_host()
+    host[written] = 0.5
+    part, kernel = _a_map_part_and_kernel()
+    guarded.buffer.copy_to_device(host)
+    with pytest.raises(PartError, match=rf"kernel grid_stride_map .*launched as \[2, 32\] on "
+                                        rf"the test, wrote 0\.5 at index {re.escape(where)} of C, "
+                                        rf"outside its shape \(3, 4\)\. A GPU checks no bounds"):
+        kernel_parts._check_margins(part, kernel, [guarded], 2, 32, "the test")
+
+
+def test_a_nan_written_into_the_margin_counts_and_an_untouched_margin_passes():
+    first, second = (kernel_parts.Guarded(name, (7,), (9,), np.float32) for name in "xy")
+    part, kernel = _a_map_part_and_kernel()
+    read = kernel_parts._check_margins(part, kernel, [first, second], 1, 32, "the test")
+    assert [r.shape for r in read] == [(16,), (16,)] and np.isnan(read[0][:7]).all()
+    host = second.buffer.copy_to_host()
+    host[15] = np.nan
+    second.buffer.copy_to_device(host)
+    with pytest.raises(PartError, match=r"wrote nan at index 15 of y, outside its elements 7"):
+        kernel_parts._check_margins(part, kernel, [first, second], 1, 32, "the test")
+
+
+def test_a_result_near_the_guard_value_says_an_input_was_read_past_its_end():
+    part, kernel = _a_map_part_and_kernel()
+    got = np.array([1.0, kernel_parts.guard_value(np.float64) + 2.0])
+    with pytest.raises(PartError, match=r"wrote -1\.7\d*e\+38 at index 1 .*gives 2\.0 \(-1\.7e\+38 "
+                                        r"is near the guard value -2\*\*127 .* read past the end"):
+        kernel_parts._compare(part, kernel, got, np.array([1.0, 2.0]), "2 elements (exp)")
+    with pytest.raises(PartError) as plain:
+        kernel_parts._compare(part, kernel, np.array([1.0, 3.0]), np.array([1.0, 2.0]), "x")
+    assert "guard" not in str(plain.value)
+
+
+def make_reading_ahead_map(fn):
+    @cuda.jit
+    def reading_ahead(out, x):
+        for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+            out[i] = fn(x[i + 1])  # one past: the last thread reads beyond x
+    return reading_ahead
+
+
+def test_a_read_past_the_end_of_an_input_is_stopped_on_the_simulator_and_on_a_gpu():
+    x = on_cuda(np.linspace(-1, 1, 37))
+    with plugged("cuda.map", make_reading_ahead_map):
+        with pytest.raises(PartError, match=r"cuda\.map kernel reading_ahead .*(IndexError"
+                                            r"|wrote 1\.7\d*e\+38 at index 36 of 37 elements "
+                                            r".*read past the end of an input)"):
+            tg.neg(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_the_plugged_engine_map_and_matmul_give_the_engine_results_in_other_dtypes(dtype):
+    values = rng.integers(-9, 9, size=(6, 5)).astype(dtype)
+    a, b = on_cuda(values), on_cuda(values.T.copy())
+    floats = np.dtype(dtype).kind == "f"
+    expected_neg = (-a).cpu().numpy()
+    expected_product = (a @ b).cpu().numpy() if floats else None
+    with plugged("cuda.map", kernel_parts.engine_map), \
+            plugged("cuda.matmul", kernel_parts.engine_matmul):
+        got_neg = (-a).cpu().numpy()
+        got_product = (a @ b).cpu().numpy() if floats else None
+    np.testing.assert_array_equal(got_neg, expected_neg)
+    assert got_neg.dtype == dtype
+    if floats:  # (the engine's tiled matmul is for floats)
+        np.testing.assert_array_equal(got_product, expected_product)
