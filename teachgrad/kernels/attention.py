@@ -242,6 +242,17 @@ def flash_forward(Q, K, V, O, LSE, causal: bool = False, scale: float | None = N
     ``(head, row, state, scores, out)`` to record one row (see :func:`flash_attention_kernel`);
     ``scale`` defaults to ``1 / sqrt(head_dim)``; ``block_k`` to :func:`key_tile`.
     """
+    kernel, grid, block, args = flash_forward_launch(Q, K, V, O, LSE, causal, scale, block_q,
+                                                     block_k, update, trace)
+    launch(kernel, grid, block, *args)
+
+
+def flash_forward_launch(Q, K, V, O, LSE, causal: bool = False, scale: float | None = None,
+                         block_q: int = BLOCK_Q, block_k: int | None = None,
+                         update: Callable | None = None, trace: tuple | None = None) -> tuple:
+    """What :func:`flash_forward` launches, checked but not launched:
+    ``(kernel, grid, block, args)`` (a checker runs it in the simulator first on a GPU
+    machine, where nothing checks bounds)."""
     if update is None:
         update = ONLINE_SOFTMAX.fn or online_softmax_update
     _check_shapes(Q, K, V, O, LSE)
@@ -257,8 +268,8 @@ def flash_forward(Q, K, V, O, LSE, causal: bool = False, scale: float | None = N
                                     trace is not None, dtype)
     head, row, *arrays = (trace if trace is not None else
                           (-1, -1, _dummy(2, dtype), _dummy(1, dtype), _dummy(2, dtype)))
-    launch(kernel, (-(-T // block_q), bh), block_q, Q, K, V, O, LSE, dtype.type(scale),
-           int(head), int(row), *arrays)
+    return (kernel, (-(-T // block_q), bh), block_q,
+            (Q, K, V, O, LSE, dtype.type(scale), int(head), int(row), *arrays))
 
 
 def naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False,

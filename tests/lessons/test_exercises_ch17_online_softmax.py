@@ -119,6 +119,25 @@ def returns_a_scaled_sum(scores, v_tile, m, l, acc):
     return m_new, l
 
 
+@cuda.jit(device=True)
+def mixes_keys_and_features(scores, v_tile, m, l, acc):
+    """Rescales acc over the tile's keys instead of its features: past the end of acc
+    (4 keys, head_dim 2)."""
+    m_new = m
+    for j in range(scores.shape[0]):
+        m_new = max(m_new, scores[j])
+    rescale = math.exp(m - m_new)
+    l = l * rescale
+    for d in range(scores.shape[0]):
+        acc[d] = acc[d] * rescale
+    for j in range(scores.shape[0]):
+        p = math.exp(scores[j] - m_new)
+        l += p
+        for d in range(acc.shape[0]):
+            acc[d] += p * v_tile[j, d]
+    return m_new, l
+
+
 @pytest.mark.parametrize("update", [online_softmax_update, two_pass_update])
 def test_right_updates_pass(update):
     feedback = ch17.check_online_softmax(update)
@@ -128,6 +147,8 @@ def test_right_updates_pass(update):
 def test_the_usual_slips_are_rejected_with_their_hint():
     _rejected(ch17.check_online_softmax(forgets_to_rescale), "scores rising", "exp(m_old - m_new)")
     _rejected(ch17.check_online_softmax(rescales_only_the_sum), "every acc[d]")
+    _rejected(ch17.check_online_softmax(mixes_keys_and_features),
+              "a thread went past the end of an array", "range(acc.shape[0]) for features")
     _rejected(ch17.check_online_softmax(never_shifts), "spread over hundreds", "subtract the running max")
     _rejected(ch17.check_online_softmax(tile_max_only), "max(m, the tile's scores)")
     _rejected(ch17.check_online_softmax(returns_a_scaled_sum), "wrong output")

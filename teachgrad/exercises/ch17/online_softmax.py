@@ -31,6 +31,9 @@ from ..core import Feedback, Mismatch, Test, check, unseen_rng
 from ..kernel_runs import is_device_function, is_stub
 
 TOLERANCE = dict(rtol=2e-4, atol=2e-5)
+OUT_OF_BOUNDS_HINT = ("scores has one entry per key of the tile, v_tile one row per key and "
+                      "head_dim columns, acc head_dim entries: loop over range(scores.shape[0]) "
+                      "for keys and range(acc.shape[0]) for features")
 
 
 def _logsumexp(q: np.ndarray, k: np.ndarray, causal: bool) -> np.ndarray:
@@ -43,17 +46,39 @@ def _logsumexp(q: np.ndarray, k: np.ndarray, causal: bool) -> np.ndarray:
 
 def _run(update: Callable, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool,
          block_q: int, block_k: int) -> tuple[np.ndarray, np.ndarray]:
+    from ... import _cuda_setup
     from ...kernels import attention
     from ...kernels.transfer import to_device, to_host
 
     heads, T, D = q.shape
-    O = to_device(np.full((heads, T, D), np.nan, np.float32))
-    L = to_device(np.full((heads, T), np.nan, np.float32))
     with warnings.catch_warnings():  # a wrong update overflows: the comparison says so, once
         warnings.simplefilter("ignore", RuntimeWarning)
+        if not _cuda_setup.is_simulated():
+            _simulated_first(update, q, k, v, causal, block_q, block_k)
+        O = to_device(np.full((heads, T, D), np.nan, np.float32))
+        L = to_device(np.full((heads, T), np.nan, np.float32))
         attention.flash_forward(to_device(q), to_device(k), to_device(v), O, L, causal=causal,
                                 block_q=block_q, block_k=block_k, update=update)
         return to_host(O), to_host(L)
+
+
+def _simulated_first(update: Callable, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                     causal: bool, block_q: int, block_k: int) -> None:
+    """On a GPU machine, the same launch in the simulator first, on host arrays. A GPU
+    checks no bounds: an update that indexes past ``scores``, ``v_tile`` or ``acc`` would
+    read and write the block's other memory there, unseen; the simulator raises
+    ``IndexError`` for it."""
+    from ...kernels import attention
+    from ...kernels.race import run_simulated
+
+    heads, T, D = q.shape
+    O, L = np.full((heads, T, D), np.nan, np.float32), np.full((heads, T), np.nan, np.float32)
+    no_trace = (-1, -1, np.zeros((1, 1), np.float32), np.zeros(1, np.float32),
+                np.zeros((1, 1), np.float32))
+    kernel, grid, block, args = attention.flash_forward_launch(
+        q, k, v, O, L, causal=causal, block_q=block_q, block_k=block_k, update=update,
+        trace=no_trace)
+    run_simulated(kernel, grid, block, *args)
 
 
 def _hint(got: np.ndarray, kind: str) -> str:
@@ -77,11 +102,17 @@ def _compare(update: Callable, q, k, v, causal: bool, block_q: int, block_k: int
 
     try:
         got, lse = _run(update, q, k, v, causal, block_q, block_k)
-    except KernelError as error:  # in the simulator, math.exp of a number above ~709 raises
-        if not isinstance(error.__cause__, OverflowError):
-            raise
-        raise Mismatch("exp overflowed inside the kernel (OverflowError)", "finite outputs",
-                       "no output", _hint(np.array([np.inf]), kind), show_values=False) from None
+    except (KernelError, OverflowError, IndexError) as error:
+        # (a launch's error comes wrapped by the stream; the simulated run's, as it is)
+        cause = error.__cause__ if isinstance(error, KernelError) else error
+        if isinstance(cause, OverflowError):  # in the simulator, math.exp above ~709 raises
+            raise Mismatch("exp overflowed inside the kernel (OverflowError)", "finite outputs",
+                           "no output", _hint(np.array([np.inf]), kind),
+                           show_values=False) from None
+        if isinstance(cause, IndexError):
+            raise Mismatch(f"a thread went past the end of an array ({cause})",
+                           show_values=False, hint=OUT_OF_BOUNDS_HINT) from None
+        raise
     expected = naive_attention(q, k, v, causal)
     where = np.argwhere(~np.isclose(got, expected, **TOLERANCE))
     if len(where):
