@@ -44,7 +44,8 @@ into a larger buffer, with a margin after each axis as wide as the launch reache
 :func:`guard_value`. After the launch the engine reads the margins back: a value
 changed there stops the operation with a PartError naming the array and the
 index. A thread that *reads* past the end of an input reads the guard value
-(``-2**127`` for floats), which shows in the result. In the simulator the same
+(``-2**127`` for floats), which shows in the result (an output's margin holds
+another value, so copying an input's guard across is a change too). In the simulator the same
 mistake raises ``IndexError`` first. That checking costs copies and a second
 launch per operation, so it is paid only while a kernel is plugged; unplugged,
 the backend reads one empty dict per operation.
@@ -176,25 +177,31 @@ def _compare(part, kernel, got: np.ndarray, expected: np.ndarray, what: str,
     where = at[0] if len(at) == 1 else at
     unwritten = " (never written: it still holds the NaN the engine filled in)" \
         if np.isnan(got[at]) and not np.isnan(expected[at]) else ""
-    guard = (f" ({got[at].item():.3g} is near the guard value -2**127 the engine puts past "
-             f"the end of every array: a thread read past the end of an input)"
+    guard = (f" ({got[at].item():.3g} is near the guard values, about -2**127, the engine "
+             f"puts past the end of every array: a thread read past the end of an input)"
              if np.isfinite(got[at]) and abs(float(got[at])) >= 2.0 ** 120 else "")
     raise PartError(part.name, f"your {part.name} kernel {_name(kernel)} "
                     f"({registry.PLUGGED_WITH}) wrote {got[at].item()!r} at index {where} of {what}"
                     f"{unwritten}; the engine's own kernel gives {expected[at].item()!r}{guard}")
 
 
-def guard_value(dtype) -> Any:
-    """What the margin around a plugged kernel's arrays holds: ``-2**127`` for floats (exact
-    in float32 and float64, and far from anything a kernel computes), the most negative
-    integer for signed integers, the largest for unsigned ones, ``True`` for booleans."""
+def guard_value(dtype, output: bool = False) -> Any:
+    """What the margin around a plugged kernel's arrays holds.
+
+    Inputs: ``-2**127`` for floats (exact in float32 and float64, and far from anything a
+    kernel computes), the most negative integer for signed integers, the largest for
+    unsigned ones. Outputs (``output=True``) hold another value, ``-1.5 * 2**127`` (the
+    integers' next one in), which no one-argument operation makes of an input's guard: a
+    thread that reads past the end of ``x`` and writes past the end of ``out`` (``identity``,
+    ``neg``) still changes the output's margin. Booleans hold ``True``.
+    """
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
-        return dtype.type(-2.0 ** 127)
+        return dtype.type(-1.5 * 2.0 ** 127 if output else -2.0 ** 127)
     if dtype.kind == "i":
-        return np.iinfo(dtype).min
+        return dtype.type(np.iinfo(dtype).min + (1 if output else 0))
     if dtype.kind == "u":
-        return np.iinfo(dtype).max
+        return dtype.type(np.iinfo(dtype).max - (1 if output else 0))
     return np.True_
 
 
@@ -202,7 +209,8 @@ class Guarded:
     """One array a plugged kernel receives, inside a larger device buffer.
 
     The buffer has ``margin[k]`` more elements after axis ``k``, filled with
-    :func:`guard_value`; ``view`` is the array itself (its first ``shape`` elements along
+    :func:`guard_value` (an input's, with a ``source``; an output's, without);
+    ``view`` is the array itself (its first ``shape`` elements along
     each axis), so the kernel sees the shape it expects. ``source`` (a StridedArray of
     ``shape``) is copied in on the device; without one, a float array starts as NaN, so an
     element nobody wrote is found as well. :meth:`margin_written` finds a write past the end.
@@ -212,7 +220,8 @@ class Guarded:
         self.name, self.shape, self.dtype = name, tuple(int(s) for s in shape), np.dtype(dtype)
         padded = tuple(s + int(m) for s, m in zip(self.shape, margin))
         inside = tuple(slice(0, s) for s in self.shape)
-        start = np.full(padded, guard_value(dtype), dtype=dtype)
+        self.guard = guard_value(dtype, output=source is None)
+        start = np.full(padded, self.guard, dtype=dtype)
         if source is None and self.dtype.kind == "f":
             start[inside] = np.nan
         self.buffer = to_device(start)  # (ordered on the stream, before any kernel using it)
@@ -226,7 +235,7 @@ class Guarded:
         (``host`` is the whole buffer, read back), or None."""
         outside = np.ones(host.shape, dtype=bool)
         outside[tuple(slice(0, s) for s in self.shape)] = False
-        changed = outside & (host != guard_value(self.dtype))  # (a NaN written counts too)
+        changed = outside & (host != self.guard)  # (a NaN written counts too)
         if not changed.any():
             return None
         at = tuple(int(i) for i in np.argwhere(changed)[0])

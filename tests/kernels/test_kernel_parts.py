@@ -14,6 +14,7 @@ from teachgrad.backends import cuda_backend
 from teachgrad.exercises import PartError, parts, plug, plugged, unplug
 from teachgrad.kernels import parts as kernel_parts
 from teachgrad.kernels.ops import UNARY
+from teachgrad.kernels.race import run_simulated
 from teachgrad.kernels.strided import wrap
 
 rng = np.random.default_rng(11)
@@ -245,16 +246,43 @@ def test_a_guarded_array_is_its_values_inside_a_margin_of_the_guard_value(dtype)
     np.testing.assert_array_equal(host[:3, :4], values)
     margin = np.ones((5, 9), bool)
     margin[:3, :4] = False
-    assert (host[margin] == kernel_parts.guard_value(dtype)).all()
+    assert (host[margin] == kernel_parts.guard_value(dtype)).all()  # an input's
     assert guarded.margin_written(host) is None
     empty = kernel_parts.Guarded("out", (6,), (3,), dtype)  # no source: NaN inside (floats)
-    inside = empty.buffer.copy_to_host()[:6]
-    assert np.isnan(inside).all() if np.dtype(dtype).kind == "f" else True
+    host = empty.buffer.copy_to_host()
+    assert np.isnan(host[:6]).all() if np.dtype(dtype).kind == "f" else True
+    assert (host[6:] == kernel_parts.guard_value(dtype, output=True)).all()  # an output's
+    assert empty.margin_written(host) is None
 
 
-def test_the_guard_value_is_exact_and_far_from_any_result():
-    assert kernel_parts.guard_value(np.float32) == kernel_parts.guard_value(np.float64) == -2.0 ** 127
+def test_the_guard_values_are_exact_and_far_from_any_result():
+    for dtype in (np.float32, np.float64):
+        assert kernel_parts.guard_value(dtype) == -2.0 ** 127
+        assert kernel_parts.guard_value(dtype, output=True) == -1.5 * 2.0 ** 127
     assert kernel_parts.guard_value(np.int8) == -128 and kernel_parts.guard_value(np.uint16) == 65535
+    assert kernel_parts.guard_value(np.int8, output=True) == -127
+    assert kernel_parts.guard_value(np.uint16, output=True) == 65534
+
+
+def make_apply(fn):
+    @cuda.jit
+    def apply_once(out, x):
+        out[0] = fn(x[0])
+    return apply_once
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # (-min, abs(min))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_no_one_argument_operation_turns_an_inputs_guard_into_an_outputs(dtype):
+    """A thread reading past the end of x and writing past the end of out still changes
+    out's margin, whatever the operation (identity and neg included)."""
+    ops = sorted(UNARY) if np.dtype(dtype).kind == "f" else ["abs", "identity", "neg", "relu",
+                                                              "sign", "step"]
+    guard = np.array([kernel_parts.guard_value(dtype)], dtype=dtype)
+    for op in ops:
+        out = np.zeros(1, dtype=dtype)
+        run_simulated(make_apply(UNARY[op]), 1, 1, out, guard)  # (on any machine)
+        assert out[0] != kernel_parts.guard_value(dtype, output=True), op
 
 
 @pytest.mark.parametrize("written, where", [((2, 4), "(2, 4)"), ((3, 0), "(3, 0)"),
@@ -287,7 +315,8 @@ def test_a_result_near_the_guard_value_says_an_input_was_read_past_its_end():
     part, kernel = _a_map_part_and_kernel()
     got = np.array([1.0, kernel_parts.guard_value(np.float64) + 2.0])
     with pytest.raises(PartError, match=r"wrote -1\.7\d*e\+38 at index 1 .*gives 2\.0 \(-1\.7e\+38 "
-                                        r"is near the guard value -2\*\*127 .* read past the end"):
+                                        r"is near the guard values, about -2\*\*127, .* read "
+                                        r"past the end"):
         kernel_parts._compare(part, kernel, got, np.array([1.0, 2.0]), "2 elements (exp)")
     with pytest.raises(PartError) as plain:
         kernel_parts._compare(part, kernel, np.array([1.0, 3.0]), np.array([1.0, 2.0]), "x")
