@@ -56,8 +56,8 @@ from teachgrad.kernels import (  # noqa: E402
 _INT = types.int64
 
 
-def _array(dtype, ndim: int) -> types.Array:
-    return types.Array(from_dtype(np.dtype(dtype)), ndim, "C")
+def _array(dtype, ndim: int, layout: str = "C") -> types.Array:
+    return types.Array(from_dtype(np.dtype(dtype)), ndim, layout)
 
 
 def _layout(ndim: int):
@@ -186,10 +186,11 @@ def _other_cases():
         for op, fn in ops.UNARY.items():
             yield (f"part map {op} {np.dtype(dtype)}", parts.engine_map(fn),
                    (_array(dtype, 1), _array(dtype, 1)), elementwise.THREADS_PER_BLOCK)
+        # (a plugged reduction or matmul receives views into guarded buffers: layout "A")
         yield (f"part block sum {np.dtype(dtype)}", parts.engine_block_sum,
-               (_array(dtype, 2), _array(np.float64, 2)), parts.REDUCE_THREADS)
-    yield ("part tiled matmul", parts.engine_matmul(parts.MATMUL_TILE),
-           (_array(np.float64, 2),) * 3, parts.MATMUL_TILE ** 2)
+               (_array(dtype, 2, "A"), _array(dtype, 2, "A")), parts.REDUCE_THREADS)
+        yield (f"part tiled matmul {np.dtype(dtype)}", parts.engine_matmul(parts.MATMUL_TILE),
+               (_array(dtype, 2, "A"),) * 3, parts.MATMUL_TILE ** 2)
     yield ("exercise 8.2's tiled kernel around a load step",
            ch08.tiled_matmul_with(_load_phase, 8), (_array(np.float64, 2),) * 3, 8 * 8)
     from teachgrad.streams.busy import _busy_kernel
