@@ -217,6 +217,14 @@ class Guarded:
     """
 
     def __init__(self, name: str, shape, margin, dtype, source: StridedArray | None = None):
+        shape, margin = tuple(shape), tuple(margin)
+        if len(margin) != len(shape) or not all(
+                isinstance(n, (int, np.integer)) and n >= 0 for n in shape + margin):
+            raise ValueError(f"Guarded({name!r}) needs one margin per axis, sizes and margins "
+                             f"ints >= 0: shape {shape}, margin {margin}")
+        if source is not None and tuple(source.shape) != shape:
+            raise ValueError(f"Guarded({name!r}): the source has shape {tuple(source.shape)}, "
+                             f"not {shape}")
         self.name, self.shape, self.dtype = name, tuple(int(s) for s in shape), np.dtype(dtype)
         padded = tuple(s + int(m) for s, m in zip(self.shape, margin))
         inside = tuple(slice(0, s) for s in self.shape)

@@ -255,6 +255,16 @@ def test_a_guarded_array_is_its_values_inside_a_margin_of_the_guard_value(dtype)
     assert empty.margin_written(host) is None
 
 
+def test_a_guarded_array_refuses_a_margin_that_does_not_fit_its_shape():
+    with pytest.raises(ValueError, match=r"one margin per axis.*shape \(3, 4\), margin \(2,\)"):
+        kernel_parts.Guarded("A", (3, 4), (2,), np.float64)
+    with pytest.raises(ValueError, match="ints >= 0"):
+        kernel_parts.Guarded("A", (3, 4), (2, -1), np.float64)
+    source = wrap(cuda.to_device(np.zeros((4, 3))))
+    with pytest.raises(ValueError, match=r"the source has shape \(4, 3\), not \(3, 4\)"):
+        kernel_parts.Guarded("A", (3, 4), (1, 1), np.float64, source)
+
+
 def test_the_guard_values_are_exact_and_far_from_any_result():
     for dtype in (np.float32, np.float64):
         assert kernel_parts.guard_value(dtype) == -2.0 ** 127
