@@ -45,14 +45,13 @@ into a larger buffer, with a margin after each axis as wide as the launch reache
 changed there stops the operation with a PartError naming the array and the
 index. A thread that *reads* past the end of an input reads the guard value
 (``-2**127`` for floats), which shows in the result (an output's margin holds
-another value, so copying an input's guard across is a change too). In the simulator the same
-mistake raises ``IndexError`` first. That checking costs copies and a second
-launch per operation, so it is paid only while a kernel is plugged; unplugged,
-the backend reads one empty dict per operation.
+another value, so copying an input's guard across is a change too). In the
+simulator the same mistake raises ``IndexError`` first. That checking costs
+copies and a second launch per operation, so it is paid only while a kernel is
+plugged; unplugged, the backend reads one empty dict per operation.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 import numpy as np
@@ -63,7 +62,7 @@ from ..autograd.parts import PartError
 from ..backends import cuda_backend
 from . import elementwise, matmul as matmul_kernels, ops, reduce as reduce_kernels
 from .launch import launch
-from .strided import StridedArray, contiguous_strides, new_array, wrap
+from .strided import StridedArray, contiguous_strides, wrap
 from .transfer import to_device, to_host
 
 #: Threads per block of a plugged ``cuda.reduce`` kernel (a power of two: the tree halves it).
@@ -289,7 +288,8 @@ def run_map(op: str, out: StridedArray, x: StridedArray) -> None:
     dense = elementwise.contiguous(x)
     grid, block = elementwise.launch_config(n)
     reach = (grid * block,)  # a thread of the launch indexing with its own number stays inside
-    source = Guarded("x", (n,), reach, x.dtype, StridedArray(dense.buffer, (n,), (1,), dense.offset))
+    source = Guarded("x", (n,), reach, x.dtype,
+                     StridedArray(dense.buffer, (n,), (1,), dense.offset))
     result = Guarded("out", (n,), reach, out.dtype)
     what = f"{op} of {n} elements"
     _launch_learners(part, kernel, grid, block, (result.view, source.view), what)

@@ -269,7 +269,8 @@ def test_the_guard_values_are_exact_and_far_from_any_result():
     for dtype in (np.float32, np.float64):
         assert kernel_parts.guard_value(dtype) == -2.0 ** 127
         assert kernel_parts.guard_value(dtype, output=True) == -1.5 * 2.0 ** 127
-    assert kernel_parts.guard_value(np.int8) == -128 and kernel_parts.guard_value(np.uint16) == 65535
+    assert kernel_parts.guard_value(np.int8) == -128
+    assert kernel_parts.guard_value(np.uint16) == 65535
     assert kernel_parts.guard_value(np.int8, output=True) == -127
     assert kernel_parts.guard_value(np.uint16, output=True) == 65534
 
