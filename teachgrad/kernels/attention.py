@@ -31,6 +31,8 @@ Kernel-level API (contiguous float32 or float64 device arrays ``(batch*heads, ro
 
     flash_forward(Q, K, V, O, LSE, causal=False, scale=None, block_q=BLOCK_Q,
                   block_k=None, update=None)   # None: key_tile(head_dim, dtype); the part's
+    flash_forward_launch(...) -> (kernel, grid, block, args)   # the same, not launched
+    simulated_forward(q, k, v, causal, block_q, block_k, update) -> (O, LSE)  # numpy, simulator
     flash_attention_kernel(head_dim, block_q, block_k, causal, update, record, dtype) -> kernel
     key_tile(head_dim, dtype) -> int   # BLOCK_K, or fewer keys where two tiles overflow 48 KiB
     naive_attention(q, k, v, causal=False, scale=None) -> numpy   # the spec
@@ -272,6 +274,28 @@ def flash_forward_launch(Q, K, V, O, LSE, causal: bool = False, scale: float | N
             (Q, K, V, O, LSE, dtype.type(scale), int(head), int(row), *arrays))
 
 
+def simulated_forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False,
+                      block_q: int = BLOCK_Q, block_k: int | None = None,
+                      update: Callable | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`flash_forward`'s launch run in the simulator on host arrays, on any machine:
+    ``(O, LSE)``. On a GPU machine this is how a learner's update is tried before the GPU
+    runs it: a GPU checks no bounds, so an update indexing past ``scores``, ``v_tile`` or
+    ``acc`` would read and write the block's other memory there, unseen, while the
+    simulator raises ``IndexError``."""
+    from .race import run_simulated
+
+    q, k, v = (np.ascontiguousarray(a) for a in (q, k, v))
+    heads, T, D = q.shape
+    O, LSE = np.full((heads, T, D), np.nan, q.dtype), np.full((heads, T), np.nan, q.dtype)
+    no_trace = (-1, -1, np.zeros((1, 1), q.dtype), np.zeros(1, q.dtype),
+                np.zeros((1, 1), q.dtype))
+    kernel, grid, block, args = flash_forward_launch(q, k, v, O, LSE, causal=causal,
+                                                     block_q=block_q, block_k=block_k,
+                                                     update=update, trace=no_trace)
+    run_simulated(kernel, grid, block, *args)
+    return O, LSE
+
+
 def naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False,
                     scale: float | None = None) -> np.ndarray:
     """The spec, in numpy (float64 inside): the whole score matrix, softmax, times V."""
@@ -286,10 +310,36 @@ def naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = 
     return weights / weights.sum(axis=-1, keepdims=True) @ v
 
 
+def _vet_update(update: Callable | None) -> None:
+    """Plugging ``cuda.online_softmax`` (``install``: runs before anything changes): the
+    update must be a device function; on a GPU machine it is first tried in the simulator,
+    in a small causal launch with a ragged last tile."""
+    if update is None:  # (unplugging)
+        return
+    from .launch import is_device_function
+
+    if not is_device_function(update):
+        raise TypeError("cuda.online_softmax takes a device function, decorated with "
+                        "@cuda.jit(device=True): the attention kernel calls it once per key "
+                        f"tile, not a {type(update).__name__}")
+    if _SIM:
+        return  # (every launch here checks bounds already)
+    values = np.linspace(-2.0, 2.0, 3 * 7 * 3, dtype=np.float32).reshape(3, 1, 7, 3)
+    try:
+        simulated_forward(values[0], values[1], values[2], causal=True, block_q=4, block_k=4,
+                          update=update)
+    except IndexError as error:
+        raise registry.PartError(
+            "cuda.online_softmax", f"your cuda.online_softmax ({registry.PLUGGED_WITH}) went "
+            f"past the end of an array in a trial launch in the simulator ({error}); a GPU "
+            "checks no bounds, so it was not plugged. scores has one entry per key of the "
+            "tile, acc one per feature") from None
+
+
 ONLINE_SOFTMAX = registry.declare(
     "cuda.online_softmax",
     receives="online_softmax_update(scores, v_tile, m, l, acc): a device function "
              "(@cuda.jit(device=True)) called by each query row's thread once per key tile",
     returns="the new (m, l), the running max and sum, with acc (the running sum of "
             "exp(score - m) * v) updated in place",
-    engine=online_softmax_update)
+    engine=online_softmax_update, install=_vet_update)

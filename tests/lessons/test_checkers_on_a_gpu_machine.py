@@ -60,3 +60,29 @@ def test_an_online_softmax_that_indexes_past_acc_is_caught_before_the_gpu_launch
     """)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     assert run.stdout.split()[-3:] == ["RESULT", "False", "True"], run.stdout
+
+
+def test_plugging_an_online_softmax_that_indexes_past_acc_is_refused(run_as_on_a_gpu_machine):
+    """Plugged, the update runs inside the GPU's attention kernel with nothing checked: on
+    a GPU machine, plugging tries it in a small simulated launch first."""
+    run = run_as_on_a_gpu_machine("""
+        import sys
+        import teachgrad as tg
+        from teachgrad.exercises import PartError
+        from teachgrad.kernels.attention import online_softmax_update
+
+        sys.path.insert(0, "tests/lessons")
+        from test_exercises_ch17_online_softmax import mixes_keys_and_features
+
+        try:
+            tg.exercises.plug("cuda.online_softmax", mixes_keys_and_features)
+        except PartError as error:
+            print("PartError", "went past the end of an array" in str(error),
+                  "not plugged" in str(error))
+        print("plugged", sorted(tg.exercises.plugged_parts()))
+        with tg.exercises.plugged("cuda.online_softmax", online_softmax_update):
+            print("right", sorted(tg.exercises.plugged_parts()))
+    """)
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    assert run.stdout.split() == ["PartError", "True", "True", "plugged", "[]", "right",
+                                  "['cuda.online_softmax']"], run.stdout

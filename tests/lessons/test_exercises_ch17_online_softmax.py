@@ -7,12 +7,13 @@ import teachgrad  # noqa: F401  (first: chooses GPU or simulator before numba lo
 
 import math
 
+import numpy as np
 import pytest
 from numba import cuda
 
 import teachgrad as tg
 from teachgrad.exercises import ch17
-from teachgrad.kernels.attention import online_softmax_update
+from teachgrad.kernels.attention import naive_attention, online_softmax_update, simulated_forward
 
 
 @pytest.fixture(autouse=True)
@@ -169,3 +170,22 @@ def test_the_catalog_lists_it_as_a_build_exercise_of_the_part():
     assert (exercise.id, exercise.kind, exercise.plugs_into) == \
         ("17.2", "build", ("cuda.online_softmax",))
     assert "cuda.online_softmax" in tg.exercises.parts()
+
+
+def test_plugging_takes_a_device_function_only_and_changes_nothing_otherwise():
+    def plain(scores, v_tile, m, l, acc):
+        return m, l
+    with pytest.raises(TypeError, match=r"cuda\.online_softmax takes a device function.*"
+                                        r"@cuda\.jit\(device=True\).*not a function"):
+        tg.exercises.plug("cuda.online_softmax", plain)
+    assert tg.exercises.plugged_parts() == {}
+    with tg.exercises.plugged("cuda.online_softmax", two_pass_update) as part:
+        assert part.fn is two_pass_update
+
+
+def test_the_simulated_forward_is_the_kernels_forward_in_numpy_arrays():
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((2, n, 3)).astype(np.float32) for n in (6, 9, 9))
+    out, lse = simulated_forward(q, k, v, causal=True, block_q=4, block_k=4)
+    np.testing.assert_allclose(out, naive_attention(q, k, v, True), rtol=1e-5, atol=1e-6)
+    assert lse.shape == (2, 6) and np.isfinite(lse).all()

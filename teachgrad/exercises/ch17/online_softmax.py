@@ -53,32 +53,13 @@ def _run(update: Callable, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: 
     heads, T, D = q.shape
     with warnings.catch_warnings():  # a wrong update overflows: the comparison says so, once
         warnings.simplefilter("ignore", RuntimeWarning)
-        if not _cuda_setup.is_simulated():
-            _simulated_first(update, q, k, v, causal, block_q, block_k)
+        if not _cuda_setup.is_simulated():  # a GPU checks no bounds: the simulator first
+            attention.simulated_forward(q, k, v, causal, block_q, block_k, update)
         O = to_device(np.full((heads, T, D), np.nan, np.float32))
         L = to_device(np.full((heads, T), np.nan, np.float32))
         attention.flash_forward(to_device(q), to_device(k), to_device(v), O, L, causal=causal,
                                 block_q=block_q, block_k=block_k, update=update)
         return to_host(O), to_host(L)
-
-
-def _simulated_first(update: Callable, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-                     causal: bool, block_q: int, block_k: int) -> None:
-    """On a GPU machine, the same launch in the simulator first, on host arrays. A GPU
-    checks no bounds: an update that indexes past ``scores``, ``v_tile`` or ``acc`` would
-    read and write the block's other memory there, unseen; the simulator raises
-    ``IndexError`` for it."""
-    from ...kernels import attention
-    from ...kernels.race import run_simulated
-
-    heads, T, D = q.shape
-    O, L = np.full((heads, T, D), np.nan, np.float32), np.full((heads, T), np.nan, np.float32)
-    no_trace = (-1, -1, np.zeros((1, 1), np.float32), np.zeros(1, np.float32),
-                np.zeros((1, 1), np.float32))
-    kernel, grid, block, args = attention.flash_forward_launch(
-        q, k, v, O, L, causal=causal, block_q=block_q, block_k=block_k, update=update,
-        trace=no_trace)
-    run_simulated(kernel, grid, block, *args)
 
 
 def _hint(got: np.ndarray, kind: str) -> str:
