@@ -98,7 +98,6 @@ def launch_within_bounds(kernel: Any, grid: Any, block: Any, *args: Any,
     stream, or from the simulated run that comes first on a GPU machine) reported as a
     :class:`~teachgrad.exercises.core.Mismatch` that says so, with ``hint``."""
     from ..streams.stream import KernelError
-    from .core import Mismatch
 
     try:
         return launch_on_host_arrays(kernel, grid, block, *args)
@@ -106,8 +105,17 @@ def launch_within_bounds(kernel: Any, grid: Any, block: Any, *args: Any,
         cause = error.__cause__ if isinstance(error, KernelError) else error
         if not isinstance(cause, IndexError):
             raise
-        raise Mismatch(f"a thread went past the end of an array ({cause})", show_values=False,
-                       hint=hint) from None
+        raise past_the_end(cause, hint) from None
+
+
+def past_the_end(error: IndexError, hint: str):
+    """The :class:`~teachgrad.exercises.core.Mismatch` for a thread that went past the end
+    of an array: the simulator's ``IndexError`` (on a GPU machine too, where the learner's
+    kernel is simulated first), with ``hint``."""
+    from .core import Mismatch
+
+    return Mismatch(f"a thread went past the end of an array ({error})", show_values=False,
+                    hint=hint)
 
 
 def negative_index_test(record) -> None:

@@ -209,7 +209,7 @@ class Guarded:
 
     The buffer has ``margin[k]`` more elements after axis ``k``, filled with
     :func:`guard_value` (an input's, with a ``source``; an output's, without);
-    ``view`` is the array itself (its first ``shape`` elements along
+    ``view`` is the array itself (``buffer[inside]``: its first ``shape`` elements along
     each axis), so the kernel sees the shape it expects. ``source`` (a StridedArray of
     ``shape``) is copied in on the device; without one, a float array starts as NaN, so an
     element nobody wrote is found as well. :meth:`margin_written` finds a write past the end.
@@ -226,7 +226,7 @@ class Guarded:
                              f"not {shape}")
         self.name, self.shape, self.dtype = name, tuple(int(s) for s in shape), np.dtype(dtype)
         padded = tuple(s + int(m) for s, m in zip(self.shape, margin))
-        inside = tuple(slice(0, s) for s in self.shape)
+        self.inside = inside = tuple(slice(0, s) for s in self.shape)
         self.guard = guard_value(dtype, output=source is None)
         start = np.full(padded, self.guard, dtype=dtype)
         if source is None and self.dtype.kind == "f":
@@ -241,7 +241,7 @@ class Guarded:
         """``(index, value)`` of the first margin element that no longer holds the guard
         (``host`` is the whole buffer, read back), or None."""
         outside = np.ones(host.shape, dtype=bool)
-        outside[tuple(slice(0, s) for s in self.shape)] = False
+        outside[self.inside] = False
         changed = outside & (host != self.guard)  # (a NaN written counts too)
         if not changed.any():
             return None

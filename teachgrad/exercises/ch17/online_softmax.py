@@ -28,7 +28,7 @@ import numpy as np
 
 from ...streams import KernelError
 from ..core import Feedback, Mismatch, Test, check, unseen_rng
-from ..kernel_runs import is_device_function, is_stub
+from ..kernel_runs import is_device_function, is_stub, past_the_end
 
 TOLERANCE = dict(rtol=2e-4, atol=2e-5)
 OUT_OF_BOUNDS_HINT = ("scores has one entry per key of the tile, v_tile one row per key and "
@@ -91,8 +91,7 @@ def _compare(update: Callable, q, k, v, causal: bool, block_q: int, block_k: int
                            "no output", _hint(np.array([np.inf]), kind),
                            show_values=False) from None
         if isinstance(cause, IndexError):
-            raise Mismatch(f"a thread went past the end of an array ({cause})",
-                           show_values=False, hint=OUT_OF_BOUNDS_HINT) from None
+            raise past_the_end(cause, OUT_OF_BOUNDS_HINT) from None
         raise
     expected = naive_attention(q, k, v, causal)
     where = np.argwhere(~np.isclose(got, expected, **TOLERANCE))
